@@ -1,0 +1,5 @@
+"""``python -m charter``."""
+
+from charter.cli import main
+
+main()

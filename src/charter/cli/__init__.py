@@ -1,0 +1,54 @@
+"""The ``charter`` command. Thin: parses arguments and calls the packages.
+
+Sub-commands are loaded lazily so ``charter --help`` and ``--version`` import neither
+SDKs nor pydantic nor rich.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+from charter import __version__
+
+# name -> (module, attribute, short help shown by --help without importing the module)
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "policy": ("charter.cli.policy_cmd", "policy", "Explain and show capability policies."),
+    "demo": ("charter.cli.demo_cmd", "demo", "Walk through the policy core on built-in examples."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose sub-commands are imported only when they are invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = _COMMANDS.get(cmd_name)
+        if spec is None:
+            return None
+        module = importlib.import_module(spec[0])
+        command: click.Command = getattr(module, spec[1])
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, spec[2]) for name, spec in sorted(_COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="charter")
+def cli() -> None:
+    """charter: personas with enforced charters for AI agents."""
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Console-script entry point."""
+    return cli.main(args=argv, prog_name="charter")
+
+
+__all__ = ["cli", "main"]

@@ -1,0 +1,70 @@
+"""charter.policy: the one capability-policy language every enforcement point uses.
+
+Pure Python, no I/O beyond resolving paths. A :class:`Policy` is an immutable frame;
+a stack of frames allows a call only if every frame allows it; :func:`decide` gives a
+typed :class:`Decision` naming the frame, dimension and rule that decided.
+"""
+
+from .call import ToolAnnotations, ToolCall
+from .catalog import BUILTIN_TOOLS, builtin_annotations
+from .commands import CommandRule
+from .decision import Decision, Outcome
+from .effective import combined_policy, effective, render_effective
+from .engine import decide, decide_resource
+from .errors import PolicyError, PolicyIssue
+from .frame import Frame
+from .levels import LEVEL_NAMES, UNANNOTATED_LEVEL, SideEffectLevel
+from .loader import load_policy_file
+from .model import PathRules, Policy, Rules
+from .paths import SENSITIVE_PATHS, PathContext, make_context
+from .scope import BASE_TOOLS, MEMORY_TOOLS, AgentScope
+from .scoped import scope_violation, with_scoped_executor
+from .shell import CommandParseError, SimpleCommand, parse_command_line
+from .stack import (
+    current_stack,
+    decide_current,
+    decide_current_resource,
+    with_execution_policy,
+    with_handoff_policy,
+)
+
+__all__ = [
+    "BASE_TOOLS",
+    "BUILTIN_TOOLS",
+    "LEVEL_NAMES",
+    "MEMORY_TOOLS",
+    "SENSITIVE_PATHS",
+    "UNANNOTATED_LEVEL",
+    "AgentScope",
+    "CommandParseError",
+    "CommandRule",
+    "Decision",
+    "Frame",
+    "Outcome",
+    "PathContext",
+    "PathRules",
+    "Policy",
+    "PolicyError",
+    "PolicyIssue",
+    "Rules",
+    "SideEffectLevel",
+    "SimpleCommand",
+    "ToolAnnotations",
+    "ToolCall",
+    "builtin_annotations",
+    "combined_policy",
+    "current_stack",
+    "decide",
+    "decide_current",
+    "decide_current_resource",
+    "decide_resource",
+    "effective",
+    "load_policy_file",
+    "make_context",
+    "parse_command_line",
+    "render_effective",
+    "scope_violation",
+    "with_execution_policy",
+    "with_handoff_policy",
+    "with_scoped_executor",
+]

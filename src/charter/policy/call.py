@@ -1,0 +1,129 @@
+"""A tool call as the policy sees it: a name, arguments and the tool's annotations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from .levels import UNANNOTATED_LEVEL, SideEffectLevel
+from .names import canonical_name
+
+#: ACP-style tool kinds that write to the paths they name.
+WRITE_KINDS = frozenset({"edit", "delete", "move", "write"})
+#: Kinds that read the paths they name.
+READ_KINDS = frozenset({"read", "search"})
+KNOWN_KINDS = frozenset(
+    {
+        "read",
+        "search",
+        "edit",
+        "write",
+        "delete",
+        "move",
+        "execute",
+        "fetch",
+        "think",
+        "switch_mode",
+        "delegate",
+        "other",
+    }
+)
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolAnnotations:
+    """What a tool declares about itself; the policy trusts nothing else.
+
+    ``path_args`` are read or written according to ``kind`` (both when the kind does
+    not say); ``read_path_args`` / ``write_path_args`` say so explicitly.
+    """
+
+    side_effect_level: SideEffectLevel | None = None
+    kind: str | None = None
+    path_args: tuple[str, ...] = ()
+    read_path_args: tuple[str, ...] = ()
+    write_path_args: tuple[str, ...] = ()
+    command_args: tuple[str, ...] = ()
+    url_args: tuple[str, ...] = ()
+    mcp_server: str | None = None
+    skill_args: tuple[str, ...] = ()
+    member_args: tuple[str, ...] = ()
+    capabilities: tuple[str, ...] = ()
+
+    @property
+    def effective_level(self) -> SideEffectLevel:
+        """The declared level, or the highest level when none is declared (fail closed)."""
+        return UNANNOTATED_LEVEL if self.side_effect_level is None else self.side_effect_level
+
+    def path_accesses(self) -> tuple[tuple[str, str], ...]:
+        """``(argument, access)`` pairs with access ``read`` or ``write``."""
+        out: list[tuple[str, str]] = []
+        kind = self.kind
+        for arg in self.path_args:
+            if kind in WRITE_KINDS:
+                out.append((arg, "write"))
+            elif kind in READ_KINDS:
+                out.append((arg, "read"))
+            else:
+                out.extend(((arg, "read"), (arg, "write")))
+        out.extend((arg, "read") for arg in self.read_path_args)
+        out.extend((arg, "write") for arg in self.write_path_args)
+        return tuple(out)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolAnnotations:
+        """Build annotations from a plain dict (as MCP ``annotations`` or a tool registry gives)."""
+
+        def names(key: str) -> tuple[str, ...]:
+            value = data.get(key, ())
+            if isinstance(value, str):
+                return (value,)
+            return tuple(str(v) for v in value)
+
+        level = data.get("side_effect_level")
+        return cls(
+            side_effect_level=None if level is None else SideEffectLevel.parse(level),
+            kind=data.get("kind"),
+            path_args=names("path_args"),
+            read_path_args=names("read_path_args"),
+            write_path_args=names("write_path_args"),
+            command_args=names("command_args"),
+            url_args=names("url_args"),
+            mcp_server=data.get("mcp_server"),
+            skill_args=names("skill_args"),
+            member_args=names("member_args"),
+            capabilities=names("capabilities"),
+        )
+
+
+_NO_ANNOTATIONS = ToolAnnotations()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call to decide. ``name`` is canonicalised: lower-case, MCP tools as ``server__tool``."""
+
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    annotations: ToolAnnotations = field(default=_NO_ANNOTATIONS)
+
+    def __post_init__(self) -> None:
+        name = canonical_name(self.name)
+        server = self.annotations.mcp_server
+        if server:
+            prefix = canonical_name(server) + "__"
+            if not name.startswith(prefix):
+                name = prefix + name
+        object.__setattr__(self, "name", name)
+
+    @property
+    def mcp_server(self) -> str | None:
+        """The MCP server this call goes to: declared, or the ``server__`` prefix of the name."""
+        if self.annotations.mcp_server:
+            return canonical_name(self.annotations.mcp_server)
+        head, sep, _ = self.name.partition("__")
+        return head if sep and head else None

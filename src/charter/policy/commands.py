@@ -1,0 +1,104 @@
+"""Command rules (``git:*``, ``npm test``, ``rm -rf:*``) and how they match.
+
+Allow rules match strictly: the program and the rule's words must be the command's
+leading words, exactly; ``:*`` (or a trailing `` *``) admits further arguments.
+Deny rules match loosely, because that is the fail-closed direction: the program
+must match (case-insensitively, by basename), the rule's flags must all be present
+anywhere (short clusters split, so ``rm -fr`` and ``rm -r -f`` meet ``rm -rf``; the
+common long spellings ``--recursive``/``--force`` count as ``-r``/``-f``), and the
+rule's other words must appear in order. A deny rule also matches a command with
+run-time values (``rm $FLAGS x``) that could hide the denied words.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+from .shell import SimpleCommand
+
+_LONG_TO_SHORT = {"--recursive": "-r", "--force": "-f"}
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRule:
+    """One parsed command rule."""
+
+    text: str
+    program: str
+    words: tuple[str, ...]
+    prefix: bool
+
+    @classmethod
+    def parse(cls, text: str) -> CommandRule:
+        raw = text.strip()
+        if not raw:
+            raise ValueError("a command rule cannot be blank")
+        prefix = False
+        if raw.endswith(":*"):
+            prefix, raw = True, raw[:-2].rstrip()
+        elif raw == "*":
+            return cls(text, "*", (), True)
+        elif raw.endswith(" *"):
+            prefix, raw = True, raw[:-2].rstrip()
+        parts = raw.split()
+        if not parts:
+            raise ValueError(f"command rule {text!r} names no program")
+        return cls(text, parts[0], tuple(parts[1:]), prefix)
+
+    def allows(self, cmd: SimpleCommand) -> bool:
+        """Strict match for allow lists."""
+        if self.program == "*":
+            return True
+        program = cmd.program
+        if program is None or not fnmatch.fnmatchcase(program, self.program):
+            return False
+        args = cmd.argv[1:]
+        if len(args) < len(self.words) or (not self.prefix and len(args) != len(self.words)):
+            return False
+        for tok, word in zip(args, self.words, strict=False):
+            if tok is None or not fnmatch.fnmatchcase(tok, word):
+                return False
+        return True
+
+    def denies(self, cmd: SimpleCommand) -> bool:
+        """Loose match for deny lists."""
+        if self.program == "*":
+            return True
+        program = cmd.program
+        if program is None:
+            return True  # the program itself is computed at run time
+        if not fnmatch.fnmatch(program.lower(), self.program.lower()):
+            return False
+        if not self.words:
+            return True
+        if cmd.dynamic:
+            return True
+        flags: set[str] = set()
+        positionals: list[str] = []
+        for tok in cmd.argv[1:]:
+            assert tok is not None
+            low = tok.lower()
+            if low.startswith("--"):
+                name = low.split("=", 1)[0]
+                flags.add(_LONG_TO_SHORT.get(name, name))
+            elif low.startswith("-") and len(low) > 1:
+                flags.update("-" + ch for ch in low[1:])
+            else:
+                positionals.append(low)
+        pos = 0
+        for word in self.words:
+            low = word.lower()
+            if low.startswith("--"):
+                if _LONG_TO_SHORT.get(low, low) not in flags:
+                    return False
+            elif low.startswith("-") and len(low) > 1:
+                if not all("-" + ch in flags for ch in low[1:]):
+                    return False
+            else:
+                while pos < len(positionals) and not fnmatch.fnmatch(positionals[pos], low):
+                    pos += 1
+                if pos >= len(positionals):
+                    return False
+                pos += 1
+        return True

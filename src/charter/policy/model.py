@@ -1,0 +1,388 @@
+"""The immutable capability policy and its plain-dict form (the seeds' "CapabilityPolicy dict")."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from .commands import CommandRule
+from .errors import PolicyError, PolicyIssue
+from .levels import SideEffectLevel
+from .names import NameMatcher, canonical_name
+from .network import DomainRule, HostError
+from .paths import SENSITIVE_PATHS
+
+#: Name dimensions, in the order decisions check them.
+NAME_DIMENSIONS: tuple[str, ...] = ("tools", "mcp_servers", "capabilities", "skills", "members")
+
+_DIM_ALIASES: dict[str, str] = {
+    "tools": "tools",
+    "paths": "paths",
+    "network": "network",
+    "commands": "commands",
+    "bash": "commands",
+    "shell": "commands",
+    "mcp_servers": "mcp_servers",
+    "mcpServers": "mcp_servers",
+    "mcps": "mcp_servers",
+    "skills": "skills",
+    "members": "members",
+    "capabilities": "capabilities",
+}
+_TOP_KEYS = (*_DIM_ALIASES, "side_effect_level", "allow_sensitive", "name")
+_RULE_KEYS = ("allow", "deny", "allow_all_of")
+_CAPABILITY = re.compile(r"^[a-z0-9_*?\[\]-]+\.[a-z0-9_*?\[\]-]+$")
+
+
+def _dedupe(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """Allow/deny patterns of one dimension.
+
+    ``allow`` is a conjunction of allow lists: a subject must match *every* list (this is
+    what intersecting policies produces). ``allow == ()`` places no restriction; an
+    allow list that is itself empty (``((),)``) allows nothing.
+    """
+
+    allow: tuple[tuple[str, ...], ...] = ()
+    deny: tuple[str, ...] = ()
+
+    @property
+    def restricted(self) -> bool:
+        return bool(self.allow or self.deny)
+
+    def intersect(self, other: Rules) -> Rules:
+        allow = tuple(dict.fromkeys(self.allow + other.allow))
+        return Rules(allow, _dedupe(self.deny + other.deny))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if len(self.allow) == 1:
+            out["allow"] = list(self.allow[0])
+        elif self.allow:
+            out["allow_all_of"] = [list(group) for group in self.allow]
+        if self.deny:
+            out["deny"] = list(self.deny)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class PathRules:
+    """Path rules for all access (``any``) and, additionally, per access kind."""
+
+    any: Rules = Rules()
+    read: Rules = Rules()
+    write: Rules = Rules()
+
+    @property
+    def restricted(self) -> bool:
+        return self.any.restricted or self.read.restricted or self.write.restricted
+
+    def for_access(self, access: str) -> Rules:
+        """The rules a ``read`` or ``write`` access must satisfy."""
+        return self.any.intersect(self.read if access == "read" else self.write)
+
+    def intersect(self, other: PathRules) -> PathRules:
+        return PathRules(
+            self.any.intersect(other.any),
+            self.read.intersect(other.read),
+            self.write.intersect(other.write),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.any.to_dict()
+        for kind, rules in (("read", self.read), ("write", self.write)):
+            if rules.restricted:
+                out[kind] = rules.to_dict()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledNames:
+    allow: tuple[NameMatcher, ...]
+    deny: NameMatcher
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledPolicy:
+    """Matchers built once per policy; path matchers are built per workspace on demand."""
+
+    names: dict[str, CompiledNames]
+    commands_allow: tuple[tuple[CommandRule, ...], ...]
+    commands_deny: tuple[CommandRule, ...]
+    network_allow: tuple[tuple[DomainRule, ...], ...]
+    network_deny: tuple[DomainRule, ...]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """One immutable policy frame. Every dimension is optional; omitted means unrestricted.
+
+    Build one with :meth:`from_dict` (which accepts the seeds' short forms) or directly.
+    """
+
+    tools: Rules = Rules()
+    side_effect_level: SideEffectLevel | None = None
+    paths: PathRules = PathRules()
+    network: Rules = Rules()
+    commands: Rules = Rules()
+    mcp_servers: Rules = Rules()
+    skills: Rules = Rules()
+    members: Rules = Rules()
+    capabilities: Rules = Rules()
+    allow_sensitive: frozenset[str] = frozenset()
+    name: str | None = field(default=None, compare=False)
+
+    # -- construction -----------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str | None = None) -> Policy:
+        """Parse a policy dict; raise :class:`PolicyError` listing every problem."""
+        issues: list[PolicyIssue] = []
+        policy = _parse_policy(data, "", issues)
+        if issues:
+            raise PolicyError(issues, source)
+        return policy
+
+    @classmethod
+    def allow_all(cls) -> Policy:
+        """A frame with no restriction (the default sensitive-path denies still apply)."""
+        return cls()
+
+    def intersect(self, other: Policy) -> Policy:
+        """The policy that allows exactly what both allow."""
+        level = self.side_effect_level
+        if other.side_effect_level is not None:
+            level = (
+                other.side_effect_level if level is None else min(level, other.side_effect_level)
+            )
+        return Policy(
+            tools=self.tools.intersect(other.tools),
+            side_effect_level=level,
+            paths=self.paths.intersect(other.paths),
+            network=self.network.intersect(other.network),
+            commands=self.commands.intersect(other.commands),
+            mcp_servers=self.mcp_servers.intersect(other.mcp_servers),
+            skills=self.skills.intersect(other.skills),
+            members=self.members.intersect(other.members),
+            capabilities=self.capabilities.intersect(other.capabilities),
+            allow_sensitive=self.allow_sensitive & other.allow_sensitive,
+            name=self.name if self.name == other.name else None,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Canonical dict form (long form, only restricted dimensions)."""
+        out: dict[str, Any] = {}
+        if self.name:
+            out["name"] = self.name
+        for dim in ("tools", "mcp_servers", "capabilities", "skills", "members"):
+            rules: Rules = getattr(self, dim)
+            if rules.restricted:
+                out[dim] = rules.to_dict()
+        if self.side_effect_level is not None:
+            out["side_effect_level"] = self.side_effect_level.label
+        if self.paths.restricted:
+            out["paths"] = self.paths.to_dict()
+        if self.commands.restricted:
+            out["commands"] = self.commands.to_dict()
+        if self.network.restricted:
+            out["network"] = self.network.to_dict()
+        if self.allow_sensitive:
+            out["allow_sensitive"] = sorted(self.allow_sensitive)
+        return out
+
+    @cached_property
+    def compiled(self) -> CompiledPolicy:
+        names = {
+            dim: CompiledNames(
+                tuple(NameMatcher.compile(group) for group in getattr(self, dim).allow),
+                NameMatcher.compile(getattr(self, dim).deny),
+            )
+            for dim in NAME_DIMENSIONS
+        }
+        return CompiledPolicy(
+            names=names,
+            commands_allow=tuple(
+                tuple(CommandRule.parse(r) for r in group) for group in self.commands.allow
+            ),
+            commands_deny=tuple(CommandRule.parse(r) for r in self.commands.deny),
+            network_allow=tuple(
+                tuple(DomainRule.parse(r) for r in group) for group in self.network.allow
+            ),
+            network_deny=tuple(DomainRule.parse(r) for r in self.network.deny),
+        )
+
+
+# -- parsing --------------------------------------------------------------------------
+
+
+def _join(path: str, key: str | int) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def _parse_policy(data: Any, path: str, issues: list[PolicyIssue]) -> Policy:
+    if not isinstance(data, Mapping):
+        issues.append(PolicyIssue(path, f"expected a table/object, got {_type(data)}"))
+        return Policy()
+    seen: dict[str, str] = {}
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        key_path = _join(path, str(key))
+        if key not in _TOP_KEYS:
+            issues.append(
+                PolicyIssue(key_path, f"unknown field; expected one of {', '.join(_TOP_KEYS)}")
+            )
+            continue
+        if key == "name":
+            if not isinstance(value, str) or not value.strip():
+                issues.append(PolicyIssue(key_path, "expected a non-blank string"))
+            else:
+                kwargs["name"] = value.strip()
+            continue
+        if key == "side_effect_level":
+            try:
+                kwargs["side_effect_level"] = SideEffectLevel.parse(value)
+            except ValueError as exc:
+                issues.append(PolicyIssue(key_path, str(exc)))
+            continue
+        if key == "allow_sensitive":
+            names = _indexed_strings(value, key_path, issues)
+            for i, name in names:
+                if name not in SENSITIVE_PATHS:
+                    issues.append(
+                        PolicyIssue(
+                            _join(key_path, i),
+                            f"unknown sensitive-path name {name!r}; expected one of "
+                            f"{', '.join(SENSITIVE_PATHS)}",
+                        )
+                    )
+            kwargs["allow_sensitive"] = frozenset(n for _, n in names)
+            continue
+        dim = _DIM_ALIASES[key]
+        if dim in seen:
+            issues.append(PolicyIssue(key_path, f"duplicates {seen[dim]!r} (same dimension)"))
+            continue
+        seen[dim] = key
+        if dim == "paths":
+            kwargs["paths"] = _parse_paths(value, key_path, issues)
+        else:
+            kwargs[dim] = _parse_rules(value, key_path, dim, issues)
+    return Policy(**kwargs)
+
+
+def _type(value: Any) -> str:
+    return {dict: "a table", list: "a list", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _string_list(value: Any, path: str, issues: list[PolicyIssue]) -> list[str]:
+    return [item for _, item in _indexed_strings(value, path, issues)]
+
+
+def _indexed_strings(value: Any, path: str, issues: list[PolicyIssue]) -> list[tuple[int, str]]:
+    if not isinstance(value, (list, tuple)):
+        issues.append(PolicyIssue(path, f"expected a list of strings, got {_type(value)}"))
+        return []
+    out: list[tuple[int, str]] = []
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            issues.append(PolicyIssue(_join(path, i), f"expected a string, got {_type(item)}"))
+        elif not item.strip():
+            issues.append(PolicyIssue(_join(path, i), "expected a non-blank string"))
+        else:
+            out.append((i, item.strip()))
+    return out
+
+
+def _parse_rules(value: Any, path: str, dim: str, issues: list[PolicyIssue]) -> Rules:
+    if isinstance(value, (list, tuple)):
+        # Short form: a bare list is the allow list.
+        return Rules((_patterns(value, path, dim, issues),), ())
+    if not isinstance(value, Mapping):
+        issues.append(
+            PolicyIssue(
+                path, f"expected a list (allow) or a table with allow/deny, got {_type(value)}"
+            )
+        )
+        return Rules()
+    allow: list[tuple[str, ...]] = []
+    deny: tuple[str, ...] = ()
+    for key, item in value.items():
+        key_path = _join(path, str(key))
+        if key == "allow":
+            allow.append(_patterns(item, key_path, dim, issues))
+        elif key == "allow_all_of":
+            if not isinstance(item, (list, tuple)):
+                issues.append(PolicyIssue(key_path, "expected a list of lists"))
+                continue
+            for i, group in enumerate(item):
+                allow.append(_patterns(group, _join(key_path, i), dim, issues))
+        elif key == "deny":
+            deny = _patterns(item, key_path, dim, issues)
+        elif dim != "paths" or key not in ("read", "write"):
+            issues.append(
+                PolicyIssue(key_path, f"unknown field; expected one of {', '.join(_RULE_KEYS)}")
+            )
+    return Rules(tuple(allow), deny)
+
+
+def _parse_paths(value: Any, path: str, issues: list[PolicyIssue]) -> PathRules:
+    base = _parse_rules(value, path, "paths", issues)
+    if not isinstance(value, Mapping):
+        return PathRules(base)
+    read = (
+        _parse_rules(value["read"], _join(path, "read"), "paths", issues)
+        if "read" in value
+        else Rules()
+    )
+    write = (
+        _parse_rules(value["write"], _join(path, "write"), "paths", issues)
+        if "write" in value
+        else Rules()
+    )
+    for kind, rules in (("read", value.get("read")), ("write", value.get("write"))):
+        if isinstance(rules, Mapping) and ("read" in rules or "write" in rules):
+            issues.append(PolicyIssue(_join(path, kind), "read/write rules cannot nest"))
+    return PathRules(base, read, write)
+
+
+def _patterns(value: Any, path: str, dim: str, issues: list[PolicyIssue]) -> tuple[str, ...]:
+    out: list[str] = []
+    for i, item in _indexed_strings(value, path, issues):
+        item_path = _join(path, i)
+        if dim in ("tools", "mcp_servers", "skills", "members"):
+            out.append(canonical_name(item))
+        elif dim == "capabilities":
+            name = canonical_name(item)
+            if name != "*" and not _CAPABILITY.match(name):
+                issues.append(
+                    PolicyIssue(
+                        item_path,
+                        f"expected 'namespace.operation' (e.g. git.get_diff), got {item!r}",
+                    )
+                )
+            out.append(name)
+        elif dim == "commands":
+            try:
+                CommandRule.parse(item)
+            except ValueError as exc:
+                issues.append(PolicyIssue(item_path, str(exc)))
+            out.append(item)
+        elif dim == "network":
+            try:
+                DomainRule.parse(item)
+            except (ValueError, HostError) as exc:
+                issues.append(PolicyIssue(item_path, str(exc)))
+            out.append(item.strip().lower())
+        else:
+            out.append(item)
+    return _dedupe(out)

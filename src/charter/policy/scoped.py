@@ -1,0 +1,93 @@
+"""``with_scoped_executor``: per-dispatch scoping as tool-caller middleware (seed 000)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+from .call import ToolCall
+from .decision import Decision
+from .effective import effective
+from .model import Policy
+from .stack import current_stack, decide_current, with_execution_policy
+
+R = TypeVar("R")
+
+
+def _audit_scope(stage: str | None, decision: Decision | None) -> dict[str, Any]:
+    view = effective(current_stack())
+    scope: dict[str, Any] = {
+        "stage": stage,
+        "allowed_tools": view["tools"]["allow"],
+        "side_effect_level": view["side_effect_level"],
+    }
+    if view["source_handoff"]:
+        scope["source_handoff"] = view["source_handoff"]
+    if decision is not None and decision.denied:
+        scope["frame"] = decision.frame_label
+        scope["dimension"] = decision.dimension
+        scope["rule"] = decision.rule
+    return scope
+
+
+def scope_violation(decision: Decision, stage: str | None = None) -> dict[str, Any]:
+    """The typed short-circuit receipt: ``status: "scope_violation"`` with ``audit.scope``."""
+    return {
+        "status": "scope_violation",
+        "tool": decision.tool,
+        "reason": decision.reason,
+        "dimension": decision.dimension,
+        "rule": decision.rule,
+        "frame": decision.frame_label,
+        "audit": {"scope": _audit_scope(stage, decision)},
+    }
+
+
+def _decorate(result: Any, stage: str | None) -> Any:
+    scope = _audit_scope(stage, None)
+    if isinstance(result, Mapping):
+        out = dict(result)
+        audit = dict(out.get("audit") or {})
+        audit["scope"] = scope
+        out["audit"] = audit
+        return out
+    return {"status": "ok", "result": result, "audit": {"scope": scope}}
+
+
+def with_scoped_executor(
+    executor: Callable[[ToolCall], R],
+    policy: Policy | Mapping[str, Any],
+    *,
+    stage: str | None = None,
+    label: str | None = None,
+) -> Callable[[ToolCall], Any]:
+    """Wrap ``executor`` so each dispatch runs under ``policy`` intersected with the ambient stack.
+
+    A denied call never reaches ``executor``: it returns the ``scope_violation`` receipt.
+    An allowed call's result is decorated with ``audit.scope``. Async executors give an
+    async wrapper.
+    """
+    frame_label = label or (f"stage:{stage}" if stage else "scoped-executor")
+    kind = "stage" if stage else "scope"
+
+    if inspect.iscoroutinefunction(executor):
+        async_exec: Callable[[ToolCall], Awaitable[Any]] = executor
+
+        async def run_async(call: ToolCall) -> Any:
+            with with_execution_policy(policy, label=frame_label, kind=kind, stage=stage):
+                decision = decide_current(call)
+                if not decision.allowed:
+                    return scope_violation(decision, stage)
+                return _decorate(await async_exec(call), stage)
+
+        return run_async
+
+    def run(call: ToolCall) -> Any:
+        with with_execution_policy(policy, label=frame_label, kind=kind, stage=stage):
+            decision = decide_current(call)
+            if not decision.allowed:
+                return scope_violation(decision, stage)
+            return _decorate(executor(call), stage)
+
+    return run

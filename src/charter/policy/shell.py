@@ -1,0 +1,462 @@
+"""Shell command lines to simple commands, the way a shell would run them.
+
+A line is parsed with tree-sitter's bash grammar (a maintained, real parser, not a
+regex), every command anywhere in it is collected (``a && b``, pipes, ``$(...)``,
+backticks, subshells, functions) and each is unwrapped through launchers such as
+``env``, ``timeout``, ``sudo``, ``xargs`` or ``bash -c '...'`` so that the command that
+really runs is what gets judged. A line that does not parse is an error; callers
+deny on it (fail closed).
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
+
+#: An argv token; ``None`` marks a token whose value is only known at run time.
+Token = str | None
+
+_MAX_DEPTH = 8
+
+
+class CommandParseError(ValueError):
+    """The command line cannot be analysed with certainty."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleCommand:
+    """One command that the line would execute.
+
+    ``transparent`` marks launchers (``timeout``, ``nice``, ``bash -c`` ...) that only run
+    the command after them: they need no allow rule of their own, but deny rules still
+    see them.
+    """
+
+    argv: tuple[Token, ...]
+    transparent: bool = False
+
+    @property
+    def program(self) -> str | None:
+        """The basename of ``argv[0]``, or ``None`` when it is computed at run time."""
+        first = self.argv[0] if self.argv else None
+        if first is None:
+            return None
+        return os.path.basename(first) or first
+
+    @property
+    def dynamic(self) -> bool:
+        return any(tok is None for tok in self.argv)
+
+    def display(self) -> str:
+        return " ".join("$…" if tok is None else tok for tok in self.argv)
+
+
+_local = threading.local()
+
+
+def _parser() -> Parser:
+    parser: Parser | None = getattr(_local, "parser", None)
+    if parser is None:
+        import tree_sitter_bash
+        from tree_sitter import Language, Parser
+
+        parser = Parser(Language(tree_sitter_bash.language()))
+        _local.parser = parser
+    return parser
+
+
+def parse_command_line(line: str) -> tuple[SimpleCommand, ...]:
+    """All simple commands ``line`` would run, wrappers unwrapped. Raises on bad input."""
+    return _parse_cached(line, 0)
+
+
+def expand_argv(argv: Sequence[str]) -> tuple[SimpleCommand, ...]:
+    """Like :func:`parse_command_line` for an argv that needs no shell parsing."""
+    return tuple(_unwrap(tuple(argv), 0))
+
+
+@lru_cache(maxsize=4096)
+def _parse_cached(line: str, depth: int) -> tuple[SimpleCommand, ...]:
+    if depth > _MAX_DEPTH:
+        raise CommandParseError("command nests shells too deeply to analyse")
+    if "\x00" in line:
+        raise CommandParseError("command contains a NUL byte")
+    data = line.encode("utf-8", "surrogatepass")
+    tree = _parser().parse(data)
+    root = tree.root_node
+    if root.has_error:
+        raise CommandParseError("command line does not parse as shell")
+    found: list[SimpleCommand] = []
+    for node in _walk(root):
+        if node.type == "command":
+            argv = _command_argv(node)
+            if argv:
+                found.extend(_unwrap(argv, depth))
+        elif node.type in ("heredoc_body", "heredoc_redirect") and depth == 0:
+            continue
+    return tuple(found)
+
+
+def _walk(node: Node) -> Iterator[Node]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def _command_argv(node: Node) -> tuple[Token, ...]:
+    name = node.child_by_field_name("name")
+    if name is None:
+        return ()
+    argv: list[Token] = [_literal(name)]
+    for arg in node.children_by_field_name("argument"):
+        argv.append(_literal(arg))
+    return tuple(argv)
+
+
+def _text(node: Node) -> str:
+    raw = node.text
+    return raw.decode("utf-8", "surrogateescape") if raw is not None else ""
+
+
+def _unescape_word(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            if text[i + 1] != "\n":
+                out.append(text[i + 1])
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _unescape_double(text: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text) and text[i + 1] in '"\\$`\n':
+            if text[i + 1] != "\n":
+                out.append(text[i + 1])
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+_DYNAMIC = frozenset(
+    {
+        "simple_expansion",
+        "expansion",
+        "command_substitution",
+        "process_substitution",
+        "arithmetic_expansion",
+        "brace_expression",
+    }
+)
+
+
+def _literal(node: Node) -> Token:
+    kind = node.type
+    if kind == "command_name":
+        return _literal(node.children[0]) if node.children else None
+    if kind in ("word", "number"):
+        text = _text(node)
+        if text.startswith("~"):
+            return None  # expands to a home directory chosen at run time
+        return _unescape_word(text)
+    if kind == "raw_string":
+        return _text(node)[1:-1]
+    if kind == "ansi_c_string":
+        try:
+            return codecs.decode(_text(node)[2:-1], "unicode_escape")
+        except UnicodeDecodeError:
+            return None
+    if kind == "string":
+        if any(child.type in _DYNAMIC for child in node.children):
+            return None
+        return _unescape_double(_text(node)[1:-1])
+    if kind == "concatenation":
+        parts = [_literal(child) for child in node.children]
+        if any(part is None for part in parts):
+            return None
+        return "".join(p for p in parts if p is not None)
+    return None
+
+
+# -- wrappers -------------------------------------------------------------------------
+
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox-sh"})
+
+# Options that take a separate value, per launcher; everything else starting with ``-``
+# is a flag. Unknown options of a launcher are treated as flags (the next token is then
+# taken as the command, which errs towards judging more, not less).
+_OPTS_WITH_VALUE: dict[str, frozenset[str]] = {
+    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
+    "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "nohup": frozenset(),
+    "time": frozenset({"-f", "--format", "-o", "--output"}),
+    "command": frozenset(),
+    "builtin": frozenset(),
+    "exec": frozenset({"-a"}),
+    "setsid": frozenset(),
+    "stdbuf": frozenset({"-i", "-o", "-e", "--input", "--output", "--error"}),
+    "ionice": frozenset({"-c", "--class", "-n", "--classdata", "-p", "--pid"}),
+    "unbuffer": frozenset(),
+    "sudo": frozenset(
+        {
+            "-u",
+            "--user",
+            "-g",
+            "--group",
+            "-C",
+            "--close-from",
+            "-D",
+            "--chdir",
+            "-h",
+            "--host",
+            "-p",
+            "--prompt",
+            "-r",
+            "--role",
+            "-t",
+            "--type",
+            "-U",
+            "--other-user",
+            "-T",
+            "--command-timeout",
+        }
+    ),
+    "doas": frozenset({"-u", "-C"}),
+    "runuser": frozenset({"-u", "--user", "-g", "--group", "-G", "--supp-group"}),
+    "xargs": frozenset(
+        {
+            "-a",
+            "--arg-file",
+            "-d",
+            "--delimiter",
+            "-E",
+            "-e",
+            "-I",
+            "-i",
+            "-L",
+            "-l",
+            "-n",
+            "--max-args",
+            "-P",
+            "--max-procs",
+            "-s",
+            "--max-chars",
+            "--process-slot-var",
+        }
+    ),
+    "strace": frozenset({"-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-O", "-S", "-P", "-I"}),
+    "ltrace": frozenset({"-o", "-e", "-p", "-s", "-u", "-a", "-n"}),
+    "watch": frozenset({"-n", "--interval", "-d", "--differences", "-q"}),
+    "flock": frozenset({"-w", "--wait", "--timeout", "-E", "--conflict-exit-code"}),
+    "chroot": frozenset({"--userspec", "--groups"}),
+    "taskset": frozenset(),
+    "chrt": frozenset(),
+    "nsenter": frozenset({"-t", "--target", "-S", "--setuid", "-G", "--setgid"}),
+    "firejail": frozenset(),
+}
+
+# Launchers that change privilege or confinement must be allowed in their own right.
+_PRIVILEGED = frozenset({"sudo", "doas", "su", "runuser", "chroot", "nsenter", "pkexec"})
+
+# Builtins that run nothing and touch nothing by themselves need no allow rule.
+_NO_OP_BUILTINS = frozenset({"cd", "pushd", "popd", "true", "false", ":"})
+
+# Positional arguments a launcher consumes before the command.
+_LEADING_POSITIONALS: dict[str, int] = {
+    "timeout": 1,
+    "taskset": 1,
+    "chrt": 1,
+    "chroot": 1,
+    "flock": 1,
+}
+
+
+def _unwrap(argv: tuple[Token, ...], depth: int) -> Iterator[SimpleCommand]:
+    if depth > _MAX_DEPTH:
+        raise CommandParseError("command nests launchers too deeply to analyse")
+    first = argv[0] if argv else None
+    program = os.path.basename(first) if first else None
+    if program is None:
+        yield SimpleCommand(argv)
+        return
+    if program in _SHELLS:
+        script = _shell_script(argv)
+        if script is not None:
+            yield SimpleCommand(argv, transparent=True)
+            if script is _UNKNOWN:
+                yield SimpleCommand((program, None))
+                return
+            assert isinstance(script, str)
+            yield from _parse_cached(script, depth + 1)
+            return
+        yield SimpleCommand(argv)
+        return
+    if program == "eval":
+        yield SimpleCommand(argv, transparent=True)
+        if any(tok is None for tok in argv[1:]):
+            yield SimpleCommand((None,))
+            return
+        yield from _parse_cached(" ".join(t for t in argv[1:] if t is not None), depth + 1)
+        return
+    if program == "su":
+        yield SimpleCommand(argv)
+        script = _option_value(argv, ("-c", "--command"))
+        if script is _UNKNOWN:
+            yield SimpleCommand((None,))
+        elif isinstance(script, str):
+            yield from _parse_cached(script, depth + 1)
+        return
+    if program in _NO_OP_BUILTINS:
+        yield SimpleCommand(argv, transparent=True)
+        return
+    if program == "find":
+        yield SimpleCommand(argv)
+        yield from _find_exec(argv, depth)
+        return
+    if program in _OPTS_WITH_VALUE:
+        inner = _launcher_inner(program, argv)
+        if program == "env":
+            split = _option_value(argv, ("-S", "--split-string"))
+            if split is _UNKNOWN:
+                yield SimpleCommand(argv)
+                yield SimpleCommand((None,))
+                return
+            if isinstance(split, str):
+                yield SimpleCommand(argv, transparent=True)
+                yield from _parse_cached(split, depth + 1)
+                return
+        if program == "watch" and inner:
+            yield SimpleCommand(argv, transparent=True)
+            if any(tok is None for tok in inner):
+                yield SimpleCommand((None,))
+                return
+            yield from _parse_cached(" ".join(t for t in inner if t is not None), depth + 1)
+            return
+        if program == "flock" and not inner:
+            script = _option_value(argv, ("-c", "--command"))
+            if isinstance(script, str):
+                yield SimpleCommand(argv, transparent=True)
+                yield from _parse_cached(script, depth + 1)
+                return
+        if inner:
+            yield SimpleCommand(argv, transparent=program not in _PRIVILEGED)
+            if program == "xargs":
+                # xargs appends arguments read from stdin: unknown at analysis time.
+                inner = (*inner, None)
+            yield from _unwrap(inner, depth + 1)
+            return
+    yield SimpleCommand(argv)
+
+
+class _Unknown:
+    pass
+
+
+_UNKNOWN = _Unknown()
+
+
+def _shell_script(argv: tuple[Token, ...]) -> str | _Unknown | None:
+    """The script of ``sh -c SCRIPT`` (``None`` when the shell runs a file or stdin)."""
+    args = argv[1:]
+    for i, tok in enumerate(args):
+        if tok is None:
+            return _UNKNOWN
+        if tok == "--":
+            return None
+        if tok.startswith("-") and not tok.startswith("--") and "c" in tok[1:]:
+            if i + 1 >= len(args):
+                return _UNKNOWN
+            nxt = args[i + 1]
+            return _UNKNOWN if nxt is None else nxt
+        if tok in ("-o", "+o", "-O", "+O"):
+            continue
+        if not tok.startswith(("-", "+")):
+            if i > 0 and args[i - 1] in ("-o", "+o", "-O", "+O"):
+                continue
+            return None
+    return None
+
+
+def _option_value(argv: tuple[Token, ...], names: tuple[str, ...]) -> str | _Unknown | None:
+    for i, tok in enumerate(argv[1:], start=1):
+        if tok is None:
+            continue
+        for name in names:
+            if tok == name:
+                if i + 1 >= len(argv) or argv[i + 1] is None:
+                    return _UNKNOWN
+                return argv[i + 1]
+            if name.startswith("--") and tok.startswith(name + "="):
+                return tok[len(name) + 1 :]
+    return None
+
+
+def _launcher_inner(program: str, argv: tuple[Token, ...]) -> tuple[Token, ...]:
+    with_value = _OPTS_WITH_VALUE[program]
+    positionals = _LEADING_POSITIONALS.get(program, 0)
+    i = 1
+    while i < len(argv):
+        tok = argv[i]
+        if tok is None:
+            if positionals:
+                positionals -= 1
+                i += 1
+                continue
+            return argv[i:]
+        if tok == "--":
+            i += 1
+            break
+        if program == "env" and "=" in tok and not tok.startswith("-"):
+            i += 1
+            continue
+        if program == "nice" and tok.startswith("-") and tok[1:].lstrip("-").isdigit():
+            i += 1
+            continue
+        if tok.startswith("-") and len(tok) > 1:
+            if tok in with_value:
+                i += 2
+                continue
+            i += 1
+            continue
+        if positionals:
+            positionals -= 1
+            i += 1
+            continue
+        break
+    return argv[i:]
+
+
+def _find_exec(argv: tuple[Token, ...], depth: int) -> Iterator[SimpleCommand]:
+    i = 1
+    while i < len(argv):
+        if argv[i] in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            while j < len(argv) and argv[j] not in (";", "+"):
+                j += 1
+            inner = argv[i + 1 : j]
+            if inner:
+                yield from _unwrap(inner, depth + 1)
+            i = j + 1
+            continue
+        i += 1
