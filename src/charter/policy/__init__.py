@@ -18,7 +18,7 @@ from .loader import load_policy_file
 from .model import PathRules, Policy, Rules
 from .paths import SENSITIVE_PATHS, PathContext, make_context
 from .scope import BASE_TOOLS, MEMORY_TOOLS, AgentScope
-from .scoped import scope_violation, with_scoped_executor
+from .scoped import ScopeViolation, scope_violation, scoped_policy, with_scoped_executor
 from .shell import CommandParseError, SimpleCommand, parse_command_line
 from .stack import (
     current_stack,
@@ -47,6 +47,7 @@ __all__ = [
     "PolicyError",
     "PolicyIssue",
     "Rules",
+    "ScopeViolation",
     "SideEffectLevel",
     "SimpleCommand",
     "ToolAnnotations",
@@ -64,6 +65,7 @@ __all__ = [
     "parse_command_line",
     "render_effective",
     "scope_violation",
+    "scoped_policy",
     "with_execution_policy",
     "with_handoff_policy",
     "with_scoped_executor",

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from .call import ToolCall
 from .decision import Decision
 from .effective import effective
+from .levels import SideEffectLevel
 from .model import Policy
 from .stack import current_stack, decide_current, with_execution_policy
 
@@ -55,21 +56,63 @@ def _decorate(result: Any, stage: str | None) -> Any:
     return {"status": "ok", "result": result, "audit": {"scope": scope}}
 
 
+class ScopeViolation(Exception):
+    """Raised by a scoped executor built with ``on_violation="raise"``."""
+
+    def __init__(self, receipt: dict[str, Any]) -> None:
+        self.receipt = receipt
+        super().__init__(receipt["reason"])
+
+
+def scoped_policy(
+    policy: Policy | Mapping[str, Any] | None = None,
+    *,
+    allowed_tools: list[str] | tuple[str, ...] | None = None,
+    side_effect_level: str | SideEffectLevel | None = None,
+) -> Policy:
+    """One policy from a policy (or dict) plus the ``allowed_tools`` / ``side_effect_level`` shorthands."""
+    base = Policy() if policy is None else policy
+    result = base if isinstance(base, Policy) else Policy.from_dict(base)
+    extra: dict[str, Any] = {}
+    if allowed_tools is not None:
+        extra["tools"] = list(allowed_tools)
+    if side_effect_level is not None:
+        level = side_effect_level
+        extra["side_effect_level"] = level.label if isinstance(level, SideEffectLevel) else level
+    if extra:
+        result = result.intersect(Policy.from_dict(extra))
+    return result
+
+
 def with_scoped_executor(
     executor: Callable[[ToolCall], R],
-    policy: Policy | Mapping[str, Any],
+    policy: Policy | Mapping[str, Any] | None = None,
     *,
     stage: str | None = None,
+    allowed_tools: list[str] | tuple[str, ...] | None = None,
+    side_effect_level: str | SideEffectLevel | None = None,
+    on_violation: str = "reject",
     label: str | None = None,
 ) -> Callable[[ToolCall], Any]:
-    """Wrap ``executor`` so each dispatch runs under ``policy`` intersected with the ambient stack.
+    """Wrap ``executor`` so each dispatch runs under a scope intersected with the ambient stack.
 
-    A denied call never reaches ``executor``: it returns the ``scope_violation`` receipt.
-    An allowed call's result is decorated with ``audit.scope``. Async executors give an
-    async wrapper.
+    The scope is ``policy`` narrowed by ``allowed_tools`` and ``side_effect_level``. A
+    denied call never reaches ``executor``: it returns the ``scope_violation`` receipt
+    (``on_violation="reject"``) or raises :class:`ScopeViolation` carrying it
+    (``"raise"``). An allowed call's result is decorated with ``audit.scope``. Async
+    executors give an async wrapper.
     """
+    if on_violation not in ("reject", "raise"):
+        raise ValueError(f"on_violation: expected 'reject' or 'raise', got {on_violation!r}")
+    policy = scoped_policy(policy, allowed_tools=allowed_tools, side_effect_level=side_effect_level)
     frame_label = label or (f"stage:{stage}" if stage else "scoped-executor")
     kind = "stage" if stage else "scope"
+
+    def violation(decision: Decision) -> Any:
+        receipt = scope_violation(decision, stage)
+        if on_violation == "raise":
+            raise ScopeViolation(receipt)
+        return receipt
 
     if inspect.iscoroutinefunction(executor):
         async_exec: Callable[[ToolCall], Awaitable[Any]] = executor
@@ -78,7 +121,7 @@ def with_scoped_executor(
             with with_execution_policy(policy, label=frame_label, kind=kind, stage=stage):
                 decision = decide_current(call)
                 if not decision.allowed:
-                    return scope_violation(decision, stage)
+                    return violation(decision)
                 return _decorate(await async_exec(call), stage)
 
         return run_async
@@ -87,7 +130,7 @@ def with_scoped_executor(
         with with_execution_policy(policy, label=frame_label, kind=kind, stage=stage):
             decision = decide_current(call)
             if not decision.allowed:
-                return scope_violation(decision, stage)
+                return violation(decision)
             return _decorate(executor(call), stage)
 
     return run
