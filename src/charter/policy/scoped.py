@@ -70,7 +70,7 @@ def scoped_policy(
     allowed_tools: list[str] | tuple[str, ...] | None = None,
     side_effect_level: str | SideEffectLevel | None = None,
 ) -> Policy:
-    """One policy from a policy (or dict) plus the ``allowed_tools`` / ``side_effect_level`` shorthands."""
+    """A policy (or dict) narrowed by the ``allowed_tools`` / ``side_effect_level`` shorthands."""
     base = Policy() if policy is None else policy
     result = base if isinstance(base, Policy) else Policy.from_dict(base)
     extra: dict[str, Any] = {}
