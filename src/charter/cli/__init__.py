@@ -17,6 +17,12 @@ from charter import __version__
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "policy": ("charter.cli.policy_cmd", "policy", "Explain and show capability policies."),
     "demo": ("charter.cli.demo_cmd", "demo", "Walk through the policy core on built-in examples."),
+    "persona": (
+        "charter.cli.persona_cmd",
+        "persona",
+        "Validate, list and inspect personas (charter.toml, persona files, .personas/).",
+    ),
+    "init": ("charter.cli.init_cmd", "init", "Scaffold charter.toml and .personas/ here."),
 }
 
 

@@ -10,12 +10,13 @@ from .catalog import BUILTIN_TOOLS, builtin_annotations
 from .commands import CommandRule
 from .decision import Decision, Outcome
 from .effective import combined_policy, effective, render_effective
-from .engine import decide, decide_resource
+from .engine import decide, decide_resource, decide_visibility
 from .errors import PolicyError, PolicyIssue
 from .frame import Frame
 from .levels import LEVEL_NAMES, UNANNOTATED_LEVEL, SideEffectLevel
 from .loader import load_policy_file
 from .model import PathRules, Policy, Rules
+from .names import canonical_name
 from .paths import SENSITIVE_PATHS, PathContext, make_context
 from .scope import BASE_TOOLS, MEMORY_TOOLS, AgentScope
 from .scoped import ScopeViolation, scope_violation, scoped_policy, with_scoped_executor
@@ -24,6 +25,7 @@ from .stack import (
     current_stack,
     decide_current,
     decide_current_resource,
+    decide_current_visibility,
     with_execution_policy,
     with_handoff_policy,
 )
@@ -53,12 +55,15 @@ __all__ = [
     "ToolAnnotations",
     "ToolCall",
     "builtin_annotations",
+    "canonical_name",
     "combined_policy",
     "current_stack",
     "decide",
     "decide_current",
     "decide_current_resource",
+    "decide_current_visibility",
     "decide_resource",
+    "decide_visibility",
     "effective",
     "load_policy_file",
     "make_context",

@@ -110,20 +110,39 @@ class ToolCall:
     name: str
     arguments: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     annotations: ToolAnnotations = field(default=_NO_ANNOTATIONS)
+    #: The MCP server this call goes to: declared, or the ``server__`` prefix of the name.
+    mcp_server: str | None = field(init=False, compare=False)
+    #: The effective side-effect level as an int (unannotated = highest), for the hot path.
+    level: int = field(init=False, compare=False, repr=False)
+    #: Whether any argument needs checking beyond the tool name and level.
+    has_subjects: bool = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        ann = self.annotations
         name = canonical_name(self.name)
-        server = self.annotations.mcp_server
+        server = canonical_name(ann.mcp_server) if ann.mcp_server else None
         if server:
-            prefix = canonical_name(server) + "__"
+            prefix = server + "__"
             if not name.startswith(prefix):
                 name = prefix + name
-        object.__setattr__(self, "name", name)
-
-    @property
-    def mcp_server(self) -> str | None:
-        """The MCP server this call goes to: declared, or the ``server__`` prefix of the name."""
-        if self.annotations.mcp_server:
-            return canonical_name(self.annotations.mcp_server)
-        head, sep, _ = self.name.partition("__")
-        return head if sep and head else None
+        else:
+            head, sep, _ = name.partition("__")
+            server = head if sep and head else None
+        setattr_ = object.__setattr__
+        setattr_(self, "name", name)
+        setattr_(self, "mcp_server", server)
+        setattr_(self, "level", int(ann.effective_level))
+        setattr_(
+            self,
+            "has_subjects",
+            bool(
+                ann.path_args
+                or ann.read_path_args
+                or ann.write_path_args
+                or ann.command_args
+                or ann.url_args
+                or ann.skill_args
+                or ann.member_args
+                or ann.capabilities
+            ),
+        )

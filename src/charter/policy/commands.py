@@ -102,3 +102,49 @@ class CommandRule:
                     return False
                 pos += 1
         return True
+
+
+_GLOB = frozenset("*?[")
+
+
+class CommandRuleSet:
+    """Rules indexed by program so a check costs a dict lookup, not a scan of every rule."""
+
+    __slots__ = ("_exact", "_folded", "_globbed", "rules")
+
+    def __init__(self, rules: tuple[CommandRule, ...]) -> None:
+        self.rules = rules
+        self._exact: dict[str, list[CommandRule]] = {}
+        self._folded: dict[str, list[CommandRule]] = {}
+        self._globbed: list[CommandRule] = []
+        for rule in rules:
+            if any(ch in _GLOB for ch in rule.program):
+                self._globbed.append(rule)
+            else:
+                self._exact.setdefault(rule.program, []).append(rule)
+                self._folded.setdefault(rule.program.lower(), []).append(rule)
+
+    def __bool__(self) -> bool:
+        return bool(self.rules)
+
+    def allowing(self, cmd: SimpleCommand) -> bool:
+        """Whether some rule allows ``cmd`` (strict match)."""
+        program = cmd.program
+        if program is not None:
+            for rule in self._exact.get(program, ()):
+                if rule.allows(cmd):
+                    return True
+        return any(rule.allows(cmd) for rule in self._globbed)
+
+    def denying(self, cmd: SimpleCommand) -> CommandRule | None:
+        """The first rule that denies ``cmd`` (loose match), if any."""
+        program = cmd.program
+        if program is None:
+            return self.rules[0] if self.rules else None
+        for rule in self._folded.get(program.lower(), ()):
+            if rule.denies(cmd):
+                return rule
+        for rule in self._globbed:
+            if rule.denies(cmd):
+                return rule
+        return None

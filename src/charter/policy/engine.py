@@ -6,14 +6,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from .call import READ_KINDS, WRITE_KINDS, ToolCall
-from .commands import CommandRule
+from .commands import CommandRuleSet
 from .decision import Decision, Outcome
 from .frame import Frame
 from .levels import SideEffectLevel
-from .model import Rules
 from .names import NameMatcher, canonical_name
 from .network import DomainRule, HostError, host_of
-from .paths import PathContext, compile_paths, make_context, resolve_target, sensitive_matchers
+from .paths import PathContext, make_context, resolve_target, sensitive_names
 from .shell import CommandParseError, SimpleCommand, expand_argv, parse_command_line
 
 _PATH_KINDS = READ_KINDS | WRITE_KINDS
@@ -80,6 +79,45 @@ def decide_resource(dimension: str, name: str, frames: Sequence[Frame]) -> Decis
     return Decision(Outcome.ALLOW, subject, f"allowed by all {len(frames)} frame(s)")
 
 
+def decide_visibility(call: ToolCall, frames: Sequence[Frame]) -> Decision:
+    """Whether a tool may be *offered* to the model at all: name, MCP server and level only.
+
+    Arguments are not known before the model calls the tool, so path, command and
+    network rules are left to :func:`decide` at dispatch; a tool that passes here can
+    still be denied then.
+    """
+    if not frames:
+        return Decision(Outcome.ALLOW, call.name, "no policy is active")
+    for index in range(len(frames) - 1, -1, -1):
+        frame = frames[index]
+        compiled = frame.policy.compiled
+        try:
+            name = call.name
+            deny = compiled.tools_deny
+            if deny is not None and deny.matches(name):
+                _check_name(frame, "tools", name)
+            for matcher in compiled.tools_allow:
+                if not matcher.matches(name):
+                    _check_name(frame, "tools", name)
+            if call.mcp_server is not None and compiled.name_checked["mcp_servers"]:
+                _check_name(frame, "mcp_servers", call.mcp_server)
+            if compiled.ceiling is not None and call.level > compiled.ceiling:
+                _deny_level(call, frame)
+        except _Denied as denied:
+            return Decision(
+                Outcome.DENY,
+                call.name,
+                f"{denied.reason} (frame '{frame.label}')",
+                frame_index=index,
+                frame_label=frame.label,
+                frame_kind=frame.kind,
+                dimension=denied.dimension,
+                rule=denied.rule,
+                subject=denied.subject,
+            )
+    return Decision(Outcome.ALLOW, call.name, f"visible under all {len(frames)} frame(s)")
+
+
 _SINGULAR = {
     "tools": "tool",
     "mcp_servers": "MCP server",
@@ -113,8 +151,15 @@ def _not_listed(
     allowed = matcher.patterns if matcher is not None else tuple(listed)
     if not allowed:
         return f"{what} '{subject}' is not allowed: the allow list is empty"
-    shown = ", ".join(allowed[:12]) + (", ..." if len(allowed) > 12 else "")
-    return f"{what} '{subject}' is not in the allow list ({shown})"
+    return f"{what} '{subject}' is not in the allow list ({_listing(allowed)})"
+
+
+def _listing(items: Sequence[str], limit: int = 12) -> str:
+    """A short, human listing of rules for reasons (receipts go to models: keep them small)."""
+    if not items:
+        return "nothing"
+    more = len(items) - limit
+    return ", ".join(items[:limit]) + (f", ... ({more} more)" if more > 0 else "")
 
 
 class _Subjects:
@@ -151,11 +196,7 @@ class _Subjects:
             self._sensitive = {}
         hit = self._sensitive.get(resolved)
         if hit is None:
-            hit = tuple(
-                name
-                for name, matcher in sensitive_matchers(self.context)
-                if matcher.matches(resolved)
-            )
+            hit = sensitive_names(resolved, self.context)
             self._sensitive[resolved] = hit
         return hit
 
@@ -216,55 +257,40 @@ def _values(arguments: Any, arg: str, dimension: str) -> list[str]:
 
 
 def _check_frame(call: ToolCall, frame: Frame, subjects: _Subjects) -> None:
-    policy = frame.policy
-    compiled = policy.compiled
-    names = compiled.names
-    ann = call.annotations
+    compiled = frame.policy.compiled
     name = call.name
 
-    # tools
-    tools = names["tools"]
-    if tools.deny.patterns or tools.allow:
+    # tools: the hot path, so matchers are used directly; reasons are built only on denial
+    deny = compiled.tools_deny
+    if deny is not None and deny.matches(name):
         _check_name(frame, "tools", name)
+    for matcher in compiled.tools_allow:
+        if not matcher.matches(name):
+            _check_name(frame, "tools", name)
 
-    # MCP server
+    ceiling = compiled.ceiling
+    if ceiling is not None and call.level > ceiling:
+        _deny_level(call, frame)
+
+    if not call.has_subjects and call.mcp_server is None and call.annotations.kind is None:
+        return
+    checked = compiled.name_checked
+    ann = call.annotations
     server = call.mcp_server
-    if server is not None and (names["mcp_servers"].deny.patterns or names["mcp_servers"].allow):
+    if server is not None and checked["mcp_servers"]:
         _check_name(frame, "mcp_servers", server)
-
-    # side-effect ceiling
-    ceiling = policy.side_effect_level
-    if ceiling is not None:
-        level = ann.effective_level
-        if level > ceiling:
-            how = (
-                "declares"
-                if ann.side_effect_level is not None
-                else "declares no level, so counts as"
-            )
-            raise _Denied(
-                "side_effect_level",
-                f"side_effect_level <= {ceiling.label}",
-                f"tool '{name}' {how} side-effect level {level.label}, above the ceiling "
-                f"{ceiling.label}",
-                level.label,
-            )
-
-    # capabilities, skills, members
-    if ann.capabilities:
+    if ann.capabilities and checked["capabilities"]:
         for cap in ann.capabilities:
             _check_name(frame, "capabilities", canonical_name(cap))
     for dimension, args in (("skills", ann.skill_args), ("members", ann.member_args)):
-        if not args or not (names[dimension].deny.patterns or names[dimension].allow):
-            continue
-        for arg in args:
-            for value in _values(call.arguments, arg, dimension):
-                _check_name(frame, dimension, canonical_name(value))
+        if args and checked[dimension]:
+            for arg in args:
+                for value in _values(call.arguments, arg, dimension):
+                    _check_name(frame, dimension, canonical_name(value))
 
-    # paths
     if ann.path_args or ann.read_path_args or ann.write_path_args:
         _check_paths(frame, subjects)
-    elif policy.paths.restricted and ann.kind in _PATH_KINDS:
+    elif compiled.paths_restricted and ann.kind in _PATH_KINDS:
         raise _Denied(
             "paths",
             None,
@@ -273,11 +299,10 @@ def _check_frame(call: ToolCall, frame: Frame, subjects: _Subjects) -> None:
             None,
         )
 
-    # commands
-    if policy.commands.restricted:
+    if compiled.commands_restricted:
         if ann.command_args:
             _check_commands(frame, compiled.commands_allow, compiled.commands_deny, subjects)
-        elif ann.kind == "execute" and not _allows_everything(policy.commands):
+        elif ann.kind == "execute" and not compiled.commands_all:
             raise _Denied(
                 "commands",
                 None,
@@ -286,11 +311,10 @@ def _check_frame(call: ToolCall, frame: Frame, subjects: _Subjects) -> None:
                 None,
             )
 
-    # network
-    if policy.network.restricted:
+    if compiled.network_restricted:
         if ann.url_args:
             _check_network(frame, compiled.network_allow, compiled.network_deny, subjects)
-        elif ann.kind == "fetch" and not _allows_everything(policy.network):
+        elif ann.kind == "fetch" and not compiled.network_all:
             raise _Denied(
                 "network",
                 None,
@@ -300,13 +324,24 @@ def _check_frame(call: ToolCall, frame: Frame, subjects: _Subjects) -> None:
             )
 
 
-def _allows_everything(rules: Rules) -> bool:
-    """``allow = ["*"]`` with no deny: nothing to check, so no argument is needed."""
-    return not rules.deny and all("*" in group for group in rules.allow)
+def _deny_level(call: ToolCall, frame: Frame) -> None:
+    ceiling = frame.policy.side_effect_level
+    assert ceiling is not None
+    ann = call.annotations
+    level = ann.effective_level
+    how = "declares" if ann.side_effect_level is not None else "declares no level, so counts as"
+    raise _Denied(
+        "side_effect_level",
+        f"side_effect_level <= {ceiling.label}",
+        f"tool '{call.name}' {how} side-effect level {level.label}, above the ceiling "
+        f"{ceiling.label}",
+        level.label,
+    )
 
 
 def _check_paths(frame: Frame, subjects: _Subjects) -> None:
     policy = frame.policy
+    compiled = policy.compiled
     ctx = subjects.context
     for raw, resolved, access in subjects.paths():
         for name in subjects.sensitive(resolved):
@@ -318,13 +353,12 @@ def _check_paths(frame: Frame, subjects: _Subjects) -> None:
                     f'allow_sensitive = ["{name}"]',
                     resolved,
                 )
-        rules: Rules = policy.paths.for_access(access)
-        if not rules.restricted:
+        if not compiled.paths_restricted:
             continue
+        check = compiled.path_check(ctx, access)
         dim = f"paths.{access}"
-        if rules.deny:
-            deny = compile_paths(rules.deny, ctx, True)
-            hit = deny.first_match(resolved)
+        if check.deny is not None:
+            hit = check.deny.first_match(resolved)
             if hit is not None:
                 raise _Denied(
                     dim,
@@ -332,31 +366,30 @@ def _check_paths(frame: Frame, subjects: _Subjects) -> None:
                     f"{access} of path '{raw}' is denied by rule '{hit}'",
                     resolved,
                 )
-        for group in rules.allow:
-            allow = compile_paths(group, ctx, False)
+        for group, allow in zip(check.rules.allow, check.allow, strict=True):
             if not allow.matches(resolved):
-                listed = ", ".join(group) if group else "nothing"
                 raise _Denied(
                     dim,
                     "paths.allow",
                     f"{access} of path '{raw}' (resolved to {resolved}) is outside the allowed "
-                    f"paths ({listed})",
+                    f"paths ({_listing(group)})",
                     resolved,
                 )
 
 
 def _check_commands(
     frame: Frame,
-    allow: tuple[tuple[CommandRule, ...], ...],
-    deny: tuple[CommandRule, ...],
+    allow: tuple[CommandRuleSet, ...],
+    deny: CommandRuleSet,
     subjects: _Subjects,
 ) -> None:
     for raw, parsed in subjects.commands():
         if isinstance(parsed, str):
             raise _Denied("commands", None, f"command '{raw}' cannot be checked: {parsed}", raw)
-        for cmd in parsed:
-            for rule in deny:
-                if rule.denies(cmd):
+        if deny:
+            for cmd in parsed:
+                rule = deny.denying(cmd)
+                if rule is not None:
                     raise _Denied(
                         "commands",
                         f"commands.deny: {rule.text}",
@@ -374,12 +407,12 @@ def _check_commands(
                         f"command '{cmd.display()}' runs a program chosen at run time",
                         cmd.display(),
                     )
-                if not any(rule.allows(cmd) for rule in group):
-                    listed = ", ".join(r.text for r in group) if group else "nothing"
+                if not group.allowing(cmd):
                     raise _Denied(
                         "commands",
                         "commands.allow",
-                        f"command '{cmd.display()}' is not allowed (allowed: {listed})",
+                        f"command '{cmd.display()}' is not allowed "
+                        f"(allowed: {_listing([r.text for r in group.rules])})",
                         cmd.display(),
                     )
 
@@ -403,7 +436,7 @@ def _check_network(
                 )
         for group in allow:
             if not any(rule.matches(host) for rule in group):
-                listed = ", ".join(r.text for r in group) if group else "nothing"
+                listed = _listing([r.text for r in group])
                 raise _Denied(
                     "network",
                     "network.allow",

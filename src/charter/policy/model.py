@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
-from .commands import CommandRule
+from .commands import CommandRule, CommandRuleSet
 from .errors import PolicyError, PolicyIssue
 from .levels import SideEffectLevel
 from .names import NameMatcher, canonical_name
 from .network import DomainRule, HostError
-from .paths import SENSITIVE_PATHS
+from .paths import SENSITIVE_PATHS, PathContext, PathMatcher, compile_paths
 
 #: Name dimensions, in the order decisions check them.
 NAME_DIMENSIONS: tuple[str, ...] = ("tools", "mcp_servers", "capabilities", "skills", "members")
@@ -109,15 +109,90 @@ class CompiledNames:
     deny: NameMatcher
 
 
-@dataclass(frozen=True, slots=True)
 class CompiledPolicy:
-    """Matchers built once per policy; path matchers are built per workspace on demand."""
+    """Matchers and flags built once per policy, so the hot path is lookups, not parsing.
 
-    names: dict[str, CompiledNames]
-    commands_allow: tuple[tuple[CommandRule, ...], ...]
-    commands_deny: tuple[CommandRule, ...]
-    network_allow: tuple[tuple[DomainRule, ...], ...]
-    network_deny: tuple[DomainRule, ...]
+    Path matchers depend on the workspace, so they are built per :class:`PathContext`
+    on first use and kept.
+    """
+
+    __slots__ = (
+        "_path_cache",
+        "ceiling",
+        "commands_all",
+        "commands_allow",
+        "commands_deny",
+        "commands_restricted",
+        "name_checked",
+        "names",
+        "network_all",
+        "network_allow",
+        "network_deny",
+        "network_restricted",
+        "paths",
+        "paths_restricted",
+        "tools_allow",
+        "tools_deny",
+    )
+
+    def __init__(self, policy: Policy) -> None:
+        self.names = {
+            dim: CompiledNames(
+                tuple(NameMatcher.compile(group) for group in getattr(policy, dim).allow),
+                NameMatcher.compile(getattr(policy, dim).deny),
+            )
+            for dim in NAME_DIMENSIONS
+        }
+        self.name_checked = {dim: bool(c.allow or c.deny.patterns) for dim, c in self.names.items()}
+        tools = self.names["tools"]
+        self.tools_deny = tools.deny if tools.deny.patterns else None
+        self.tools_allow = tools.allow
+        level = policy.side_effect_level
+        self.ceiling = None if level is None else int(level)
+        self.paths = policy.paths
+        self.paths_restricted = policy.paths.restricted
+        self.commands_allow = tuple(
+            CommandRuleSet(tuple(CommandRule.parse(r) for r in group))
+            for group in policy.commands.allow
+        )
+        self.commands_deny = CommandRuleSet(
+            tuple(CommandRule.parse(r) for r in policy.commands.deny)
+        )
+        self.commands_restricted = policy.commands.restricted
+        self.commands_all = _allows_everything(policy.commands)
+        self.network_allow = tuple(
+            tuple(DomainRule.parse(r) for r in group) for group in policy.network.allow
+        )
+        self.network_deny = tuple(DomainRule.parse(r) for r in policy.network.deny)
+        self.network_restricted = policy.network.restricted
+        self.network_all = _allows_everything(policy.network)
+        self._path_cache: dict[tuple[PathContext, str], PathCheck] = {}
+
+    def path_check(self, ctx: PathContext, access: str) -> PathCheck:
+        """Deny matcher and allow matchers for ``access`` (``read``/``write``) under ``ctx``."""
+        key = (ctx, access)
+        hit = self._path_cache.get(key)
+        if hit is None:
+            rules = self.paths.for_access(access)
+            hit = PathCheck(
+                rules,
+                compile_paths(rules.deny, ctx, True) if rules.deny else None,
+                tuple(compile_paths(group, ctx, False) for group in rules.allow),
+            )
+            self._path_cache[key] = hit
+        return hit
+
+
+@dataclass(frozen=True, slots=True)
+class PathCheck:
+    rules: Rules
+    deny: PathMatcher | None
+    allow: tuple[PathMatcher, ...]
+
+
+def _allows_everything(rules: Rules) -> bool:
+    """``allow = ["*"]`` with no deny: nothing to check, so no argument is needed."""
+    return not rules.deny and all("*" in group for group in rules.allow)
 
 
 @dataclass(frozen=True)
@@ -154,6 +229,10 @@ class Policy:
     def allow_all(cls) -> Policy:
         """A frame with no restriction (the default sensitive-path denies still apply)."""
         return cls()
+
+    def with_name(self, name: str | None) -> Policy:
+        """The same policy under another name (names label frames; they decide nothing)."""
+        return replace(self, name=name)
 
     def intersect(self, other: Policy) -> Policy:
         """The policy that allows exactly what both allow."""
@@ -199,24 +278,8 @@ class Policy:
 
     @cached_property
     def compiled(self) -> CompiledPolicy:
-        names = {
-            dim: CompiledNames(
-                tuple(NameMatcher.compile(group) for group in getattr(self, dim).allow),
-                NameMatcher.compile(getattr(self, dim).deny),
-            )
-            for dim in NAME_DIMENSIONS
-        }
-        return CompiledPolicy(
-            names=names,
-            commands_allow=tuple(
-                tuple(CommandRule.parse(r) for r in group) for group in self.commands.allow
-            ),
-            commands_deny=tuple(CommandRule.parse(r) for r in self.commands.deny),
-            network_allow=tuple(
-                tuple(DomainRule.parse(r) for r in group) for group in self.network.allow
-            ),
-            network_deny=tuple(DomainRule.parse(r) for r in self.network.deny),
-        )
+        """Matchers for this policy (built on first use, then reused)."""
+        return CompiledPolicy(self)
 
 
 # -- parsing --------------------------------------------------------------------------

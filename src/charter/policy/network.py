@@ -49,6 +49,8 @@ class DomainRule:
         raw = text.strip().lower().rstrip(".")
         if not raw:
             raise ValueError("a network rule cannot be blank")
+        if any(ch.isspace() or ch in "/@?#" for ch in raw):
+            raise ValueError(f"network rule {text!r}: expected '*', '*.domain' or a host name")
         if raw == "*":
             return cls(text, "*", False)
         if raw.startswith("*."):

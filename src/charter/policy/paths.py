@@ -12,9 +12,10 @@ fail-closed direction in both cases.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 _GLOB_CHARS = frozenset("*?[")
@@ -72,20 +73,21 @@ def _has_glob(part: str) -> bool:
     return any(ch in _GLOB_CHARS for ch in part)
 
 
-def expand_pattern(pattern: str, ctx: PathContext) -> str:
-    """Turn a policy path pattern into an absolute glob over resolved paths."""
-    from wcmatch import glob as wglob
+def expand_pattern(pattern: str, ctx: PathContext) -> tuple[str, str]:
+    """Split a policy path pattern into a resolved absolute literal prefix and a glob rest.
 
+    A bare name such as ``*.pem`` or ``.netrc`` matches at any depth (gitignore style):
+    it comes back as ``("/", "**/NAME")``.
+    """
     text = pattern.strip()
     if text in ("*", "**"):
-        return "/**"
+        return "/", ""
     if text == "~" or text.startswith("~/"):
         text = ctx.home + text[1:]
     elif not text.startswith("/"):
         bare = text.rstrip("/")
         if "/" not in bare and bare not in (".", ".."):
-            # A bare name such as ``*.pem`` or ``.netrc`` matches at any depth (gitignore style).
-            return "/**/" + text.rstrip("/")
+            return "/", "**/" + bare
         text = os.path.join(ctx.workspace, text)
     parts = text.split("/")
     literal: list[str] = []
@@ -96,56 +98,118 @@ def expand_pattern(pattern: str, ctx: PathContext) -> str:
         else:
             literal.append(part)
     prefix = os.path.realpath("/".join(literal) or "/")
-    glob_part = "/".join(p for p in rest if p not in ("", "."))
-    escaped = wglob.escape(prefix)
-    if not glob_part:
-        return escaped
-    return escaped.rstrip("/") + "/" + glob_part
+    # ``dir/**`` covers ``dir`` itself too: listing a denied tree reveals its contents.
+    while rest and rest[-1] in ("**", ""):
+        rest.pop()
+    return prefix, "/".join(p for p in rest if p not in ("", "."))
 
 
-@dataclass(frozen=True, slots=True)
 class PathMatcher:
-    """A compiled list of path patterns (each also covers everything below it)."""
+    """A compiled list of path patterns (each also covers everything below it).
 
-    patterns: tuple[str, ...]
-    _compiled: tuple[tuple[str, re.Pattern[str]], ...] = field(repr=False)
-    _combined: re.Pattern[str] | None = field(repr=False)
+    Three shapes, fastest first: literal directories/files become a set looked up for
+    each ancestor of the target; bare names (``*.pem``, ``.netrc``) are matched against
+    each path component; anything else is a compiled glob.
+    """
+
+    __slots__ = ("_globs", "_ignore_case", "_literal", "_names", "_names_any", "patterns")
+
+    def __init__(self, patterns: tuple[str, ...], ctx: PathContext, ignore_case: bool) -> None:
+        from wcmatch import glob as wglob
+
+        self.patterns = patterns
+        self._ignore_case = ignore_case
+        self._literal: dict[str, str] = {}
+        self._names: list[tuple[str, re.Pattern[str]]] = []
+        self._globs: list[tuple[str, re.Pattern[str]]] = []
+        flags = wglob.GLOBSTAR | wglob.DOTGLOB | wglob.FORCEUNIX
+        if ignore_case:
+            flags |= wglob.IGNORECASE
+        for pattern in patterns:
+            prefix, rest = expand_pattern(pattern, ctx)
+            if not rest:
+                key = prefix.lower() if ignore_case else prefix
+                self._literal.setdefault(key, pattern)
+            elif prefix == "/" and rest.startswith("**/") and "/" not in rest[3:]:
+                name = rest[3:]
+                regex = fnmatch.translate(name.lower() if ignore_case else name)
+                self._names.append((pattern, re.compile(regex)))
+            else:
+                base = wglob.escape(prefix).rstrip("/") + "/" + rest
+                regexes, _ = wglob.translate([base, base + "/**"], flags=flags)
+                self._globs.append((pattern, re.compile("|".join(f"(?:{r})" for r in regexes))))
+        self._names_any = (
+            re.compile("|".join(f"(?:{r.pattern})" for _, r in self._names))
+            if self._names
+            else None
+        )
 
     def matches(self, target: str) -> bool:
-        return self._combined is not None and self._combined.match(target) is not None
+        return self.first_match(target) is not None
+
+    def all_matches(self, target: str) -> list[str]:
+        """Every pattern that matches ``target`` (slower; for reporting and sensitive names)."""
+        if self.first_match(target) is None:  # the common case, on the fast path
+            return []
+        key = target.lower() if self._ignore_case else target
+        out: list[str] = []
+        path = key
+        while self._literal:
+            hit = self._literal.get(path)
+            if hit is not None:
+                out.append(hit)
+            if path == "/" or not path:
+                break
+            path = path.rsplit("/", 1)[0] or "/"
+        parts = [part for part in key.split("/") if part]
+        for pattern, regex in self._names:
+            if any(regex.match(part) for part in parts):
+                out.append(pattern)
+        out.extend(pattern for pattern, regex in self._globs if regex.match(target))
+        return out
 
     def first_match(self, target: str) -> str | None:
-        if not self.matches(target):
-            return None
-        for pattern, regex in self._compiled:
+        """The pattern that matches ``target`` (an absolute, resolved path), if any."""
+        key = target.lower() if self._ignore_case else target
+        if self._literal:
+            literal = self._literal
+            path = key
+            while True:
+                hit = literal.get(path)
+                if hit is not None:
+                    return hit
+                if path == "/" or not path:
+                    break
+                path = path.rsplit("/", 1)[0] or "/"
+        if self._names_any is not None:
+            for part in key.split("/"):
+                if part and self._names_any.match(part):
+                    for pattern, regex in self._names:
+                        if regex.match(part):
+                            return pattern
+        for pattern, regex in self._globs:
             if regex.match(target):
                 return pattern
-        return self.patterns[0]
+        return None
 
 
 @lru_cache(maxsize=1024)
 def compile_paths(patterns: tuple[str, ...], ctx: PathContext, ignore_case: bool) -> PathMatcher:
     """Compile ``patterns`` for ``ctx``; cached because contexts and policies are immutable."""
-    from wcmatch import glob as wglob
-
-    flags = wglob.GLOBSTAR | wglob.DOTGLOB | wglob.FORCEUNIX
-    if ignore_case:
-        flags |= wglob.IGNORECASE
-    compiled: list[tuple[str, re.Pattern[str]]] = []
-    for pattern in patterns:
-        expanded = expand_pattern(pattern, ctx)
-        base = expanded.rstrip("/") or "/"
-        below = "/**" if base == "/" else base + "/**"
-        regexes, _ = wglob.translate([base, below], flags=flags)
-        compiled.append((pattern, re.compile("|".join(f"(?:{r})" for r in regexes))))
-    combined = (
-        re.compile("|".join(f"(?:{regex.pattern})" for _, regex in compiled)) if compiled else None
-    )
-    return PathMatcher(patterns, tuple(compiled), combined)
+    return PathMatcher(patterns, ctx, ignore_case)
 
 
-def sensitive_matchers(ctx: PathContext) -> tuple[tuple[str, PathMatcher], ...]:
-    """The default sensitive-path denies, compiled for ``ctx``."""
-    return tuple(
-        (name, compile_paths(patterns, ctx, True)) for name, patterns in SENSITIVE_PATHS.items()
-    )
+_SENSITIVE_NAME_OF = {
+    pattern: name for name, patterns in SENSITIVE_PATHS.items() for pattern in patterns
+}
+
+
+@lru_cache(maxsize=64)
+def _sensitive_matcher(ctx: PathContext) -> PathMatcher:
+    return PathMatcher(tuple(_SENSITIVE_NAME_OF), ctx, True)
+
+
+def sensitive_names(target: str, ctx: PathContext) -> tuple[str, ...]:
+    """Names of the default sensitive-path rules that ``target`` (resolved) falls under."""
+    hits = _sensitive_matcher(ctx).all_matches(target)
+    return tuple(dict.fromkeys(_SENSITIVE_NAME_OF[p] for p in hits))

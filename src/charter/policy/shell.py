@@ -14,7 +14,7 @@ import codecs
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -42,14 +42,13 @@ class SimpleCommand:
 
     argv: tuple[Token, ...]
     transparent: bool = False
+    #: The basename of ``argv[0]``, or ``None`` when it is computed at run time.
+    program: str | None = field(init=False, compare=False)
 
-    @property
-    def program(self) -> str | None:
-        """The basename of ``argv[0]``, or ``None`` when it is computed at run time."""
+    def __post_init__(self) -> None:
         first = self.argv[0] if self.argv else None
-        if first is None:
-            return None
-        return os.path.basename(first) or first
+        program = None if first is None else (os.path.basename(first) or first)
+        object.__setattr__(self, "program", program)
 
     @property
     def dynamic(self) -> bool:

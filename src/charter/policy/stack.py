@@ -9,7 +9,7 @@ from typing import Any
 
 from .call import ToolCall
 from .decision import Decision
-from .engine import decide, decide_resource
+from .engine import decide, decide_resource, decide_visibility
 from .frame import Frame
 from .model import Policy
 from .paths import PathContext
@@ -80,3 +80,8 @@ def decide_current(call: ToolCall, *, context: PathContext | None = None) -> Dec
 def decide_current_resource(dimension: str, name: str) -> Decision:
     """Decide a skill, delegation target, MCP server or capability against the active stack."""
     return decide_resource(dimension, name, _STACK.get())
+
+
+def decide_current_visibility(call: ToolCall) -> Decision:
+    """Whether ``call``'s tool may be offered to the model under the active stack."""
+    return decide_visibility(call, _STACK.get())

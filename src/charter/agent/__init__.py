@@ -1,0 +1,66 @@
+"""charter.agent: the agent loop, tools, providers and MCP, with enforced scoping.
+
+Every tool dispatch (MCP tools, skill activation and delegation included) is decided by
+:mod:`charter.policy` against the active policy stack before any handler runs.
+"""
+
+from __future__ import annotations
+
+from .builtins import builtin_tools
+from .callers import compose, default_llm_caller, with_fallback, with_retry
+from .delegation import Skill, delegate_tool, skill_tool
+from .dispatch import Dispatcher, ToolOutcome
+from .loop import agent_loop, agent_loop_async, agent_turn, agent_turn_async
+from .options import PROFILES, AgentOptionError, IterationBudget
+from .providers import (
+    LlmRequest,
+    LlmResponse,
+    MockProvider,
+    Provider,
+    ProviderError,
+    ToolCallRequest,
+    get_provider,
+)
+from .result import STATUSES, AgentResult, LlmStats, ToolStats, TurnResult
+from .scoping import PersonaRun, Stage, current_persona_run, persona, step
+from .tools import Tool, make_tool, tool
+
+__all__ = [
+    "PROFILES",
+    "STATUSES",
+    "AgentOptionError",
+    "AgentResult",
+    "Dispatcher",
+    "IterationBudget",
+    "LlmRequest",
+    "LlmResponse",
+    "LlmStats",
+    "MockProvider",
+    "PersonaRun",
+    "Provider",
+    "ProviderError",
+    "Skill",
+    "Stage",
+    "Tool",
+    "ToolCallRequest",
+    "ToolOutcome",
+    "ToolStats",
+    "TurnResult",
+    "agent_loop",
+    "agent_loop_async",
+    "agent_turn",
+    "agent_turn_async",
+    "builtin_tools",
+    "compose",
+    "current_persona_run",
+    "default_llm_caller",
+    "delegate_tool",
+    "get_provider",
+    "make_tool",
+    "persona",
+    "skill_tool",
+    "step",
+    "tool",
+    "with_fallback",
+    "with_retry",
+]

@@ -1,0 +1,213 @@
+"""Built-in tools: read, write, edit, glob, grep, bash, ask_user.
+
+Each carries the annotations of :data:`charter.policy.BUILTIN_TOOLS`, so every path and
+command argument is decided by the policy core before the handler runs; the loop also
+pushes a ``workspace`` frame that confines path arguments to the workspace. Handlers
+resolve relative paths against the workspace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from charter.policy import BUILTIN_TOOLS, ToolCall, decide_current, make_context
+
+from .tools import Tool
+
+_MAX_READ = 200_000
+_MAX_MATCHES = 200
+
+
+def _resolve(workspace: str, path: str) -> Path:
+    p = Path(os.path.expanduser(path))
+    return p if p.is_absolute() else Path(workspace) / p
+
+
+def _relative_pattern(pattern: str) -> None:
+    parts = Path(pattern).parts
+    if Path(pattern).is_absolute() or ".." in parts:
+        raise ValueError("pattern must be relative to 'path' and may not contain '..'")
+
+
+def builtin_tools(
+    workspace: str | None = None,
+    *,
+    ask_user: Callable[[str], Any] | None = None,
+    bash_timeout_s: float = 120.0,
+    names: tuple[str, ...] = ("read", "write", "edit", "glob", "grep", "bash", "ask_user"),
+) -> list[Tool]:
+    """The built-in tools bound to ``workspace`` (default: the working directory)."""
+    ws = os.path.realpath(workspace or os.getcwd())
+    ctx = make_context(ws)
+
+    def read(path: str, offset: int = 0, limit: int | None = None) -> str:
+        """Read a UTF-8 text file (optionally a line range)."""
+        lines = _resolve(ws, path).read_text(encoding="utf-8", errors="replace").splitlines()
+        chosen = lines[offset : offset + limit if limit else None]
+        return "\n".join(chosen)[:_MAX_READ]
+
+    def write(path: str, content: str) -> dict[str, Any]:
+        """Create or overwrite a file with ``content``."""
+        target = _resolve(ws, path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+        return {"status": "ok", "path": path, "bytes": len(content.encode("utf-8"))}
+
+    def edit(path: str, old_string: str, new_string: str, replace_all: bool = False) -> Any:
+        """Replace ``old_string`` by ``new_string`` in a file (exactly once unless replace_all)."""
+        target = _resolve(ws, path)
+        text = target.read_text(encoding="utf-8")
+        count = text.count(old_string)
+        if count == 0:
+            return {"status": "error", "error": "old_string not found"}
+        if count > 1 and not replace_all:
+            return {"status": "error", "error": f"old_string occurs {count} times; be specific"}
+        text = text.replace(old_string, new_string, -1 if replace_all else 1)
+        target.write_text(text, encoding="utf-8")
+        return {"status": "ok", "path": path, "replacements": count if replace_all else 1}
+
+    def glob(pattern: str, path: str = ".") -> list[str]:
+        """Files under ``path`` matching a glob ``pattern`` (``**`` recurses)."""
+        _relative_pattern(pattern)
+        root = _resolve(ws, path)
+        out = sorted(os.path.relpath(p, ws) for p in root.glob(pattern) if p.is_file())
+        return out[:_MAX_MATCHES]
+
+    def _readable(file: Path) -> bool:
+        # Every file grep opens is decided like a ``read`` of it (sensitive files included).
+        call = ToolCall("read", {"path": str(file)}, BUILTIN_TOOLS["read"])
+        return decide_current(call, context=ctx).allowed
+
+    def grep(pattern: str, path: str = ".", include: str | None = None) -> list[str]:
+        """Lines matching a regular expression, as ``file:line:text``."""
+        regex = re.compile(pattern)
+        if include:
+            _relative_pattern(include)
+        root = _resolve(ws, path)
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        out: list[str] = []
+        for file in files:
+            if include and not fnmatch.fnmatch(file.name, include):
+                continue
+            if not _readable(file):
+                continue
+            try:
+                lines = file.read_text(encoding="utf-8").splitlines()
+            except (UnicodeDecodeError, OSError):
+                continue
+            for number, line in enumerate(lines, 1):
+                if regex.search(line):
+                    out.append(f"{os.path.relpath(file, ws)}:{number}:{line}")
+                    if len(out) >= _MAX_MATCHES:
+                        return out
+        return out
+
+    async def bash(command: str) -> dict[str, Any]:
+        """Run a shell command in the workspace; returns exit code, stdout and stderr."""
+        proc = await asyncio.create_subprocess_shell(
+            command,
+            cwd=ws,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), bash_timeout_s)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return {"status": "error", "error": f"timed out after {bash_timeout_s}s"}
+        return {
+            "status": "ok" if proc.returncode == 0 else "error",
+            "exit_code": proc.returncode,
+            "stdout": out.decode("utf-8", "replace")[-_MAX_READ:],
+            "stderr": err.decode("utf-8", "replace")[-_MAX_READ:],
+        }
+
+    async def ask_user_tool(question: str) -> Any:
+        """Ask the human user a question and wait for the answer."""
+        if ask_user is None:
+            return {"status": "error", "error": "no user is attached to this agent"}
+        answer = ask_user(question)
+        if asyncio.iscoroutine(answer):
+            answer = await answer
+        return answer
+
+    params = {
+        "read": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "offset": {"type": "integer"},
+                "limit": {"type": "integer"},
+            },
+            "required": ["path"],
+        },
+        "write": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+            "required": ["path", "content"],
+        },
+        "edit": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "old_string": {"type": "string"},
+                "new_string": {"type": "string"},
+                "replace_all": {"type": "boolean"},
+            },
+            "required": ["path", "old_string", "new_string"],
+        },
+        "glob": {
+            "type": "object",
+            "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}},
+            "required": ["pattern"],
+        },
+        "grep": {
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string"},
+                "path": {"type": "string"},
+                "include": {"type": "string"},
+            },
+            "required": ["pattern"],
+        },
+        "bash": {
+            "type": "object",
+            "properties": {"command": {"type": "string"}},
+            "required": ["command"],
+        },
+        "ask_user": {
+            "type": "object",
+            "properties": {"question": {"type": "string"}},
+            "required": ["question"],
+        },
+    }
+    handlers: dict[str, Callable[..., Any]] = {
+        "read": read,
+        "write": write,
+        "edit": edit,
+        "glob": glob,
+        "grep": grep,
+        "bash": bash,
+        "ask_user": ask_user_tool,
+    }
+    tools: list[Tool] = []
+    for name in names:
+        handler = handlers[name]
+        tools.append(
+            Tool(
+                name=name,
+                handler=handler,
+                description=(handler.__doc__ or "").strip(),
+                parameters=params[name],
+                annotations=BUILTIN_TOOLS[name],
+                is_async=asyncio.iscoroutinefunction(handler),
+            )
+        )
+    return tools

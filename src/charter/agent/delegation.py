@@ -1,0 +1,123 @@
+"""Skill activation and delegation: two of seed 002's four dispatch points.
+
+Both tools are decided like any other call (their ``skill_args`` / ``member_args``
+annotations put the skill and the delegation target under the policy), and the handlers
+decide the resource again with :func:`charter.policy.decide_current_resource` at the
+point of activation / delegation, so a tool wired differently cannot bypass it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from charter.policy import BUILTIN_TOOLS, decide_current_resource
+from charter.policy.names import canonical_name
+
+from .tools import Tool
+
+
+@dataclass(frozen=True)
+class Skill:
+    """A named prompt fragment the model may activate with the ``skill`` tool."""
+
+    name: str
+    description: str = ""
+    prompt: str = ""
+
+
+def _skills(items: Iterable[Skill | Mapping[str, Any]]) -> dict[str, Skill]:
+    out: dict[str, Skill] = {}
+    for item in items:
+        skill = item if isinstance(item, Skill) else Skill(**dict(item))
+        out[canonical_name(skill.name)] = skill
+    return out
+
+
+def skill_tool(skills: Iterable[Skill | Mapping[str, Any]], active: list[Any]) -> Tool:
+    """The ``skill`` tool: activation weaves the skill's prompt into the next turns."""
+    registry = _skills(skills)
+
+    def skill(name: str) -> dict[str, Any]:
+        decision = decide_current_resource("skills", name)
+        if not decision.allowed:
+            return decision.permission_denied()
+        found = registry.get(canonical_name(name))
+        if found is None:
+            return {
+                "status": "error",
+                "error": f"unknown skill '{name}'",
+                "available": sorted(registry),
+            }
+        if found not in active:
+            active.append(found)
+        return {"status": "ok", "activated": found.name}
+
+    listing = ", ".join(f"{s.name} ({s.description})" for s in registry.values())
+    return Tool(
+        name="skill",
+        handler=skill,
+        description=f"Activate a skill by name. Skills: {listing}",
+        parameters={
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"],
+        },
+        annotations=BUILTIN_TOOLS["skill"],
+    )
+
+
+Member = Callable[[str], Any] | Mapping[str, Any]
+
+
+def delegate_tool(members: Mapping[str, Member]) -> Tool:
+    """The ``delegate`` tool: hand a task to a member (a callable or agent_loop options).
+
+    A member given as options runs as a child ``agent_loop`` in the current context, so
+    the parent's policy stack is its ceiling (frames only ever intersect).
+    """
+    registry = {canonical_name(k): v for k, v in members.items()}
+
+    async def delegate(member: str, task: str) -> Any:
+        decision = decide_current_resource("members", member)
+        if not decision.allowed:
+            return decision.permission_denied()
+        target = registry.get(canonical_name(member))
+        if target is None:
+            return {
+                "status": "error",
+                "error": f"unknown member '{member}'",
+                "available": sorted(registry),
+            }
+        if callable(target):
+            out = target(task)
+            if inspect.isawaitable(out):
+                out = await out
+            return {"status": "ok", "member": member, "result": out}
+        from .loop import agent_loop_async
+
+        opts = dict(target)
+        system = opts.pop("system", None)
+        child = await agent_loop_async(task, system, **opts)
+        return {
+            "status": "ok" if child.status == "done" else child.status,
+            "member": member,
+            "result": child.visible_text,
+            "child_status": child.status,
+            "tools": child.tools.to_dict(),
+        }
+
+    return Tool(
+        name="delegate",
+        handler=delegate,
+        description="Delegate a task to a team member. Members: " + ", ".join(sorted(registry)),
+        parameters={
+            "type": "object",
+            "properties": {"member": {"type": "string"}, "task": {"type": "string"}},
+            "required": ["member", "task"],
+        },
+        annotations=BUILTIN_TOOLS["delegate"],
+        is_async=True,
+    )

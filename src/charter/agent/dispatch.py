@@ -1,0 +1,228 @@
+"""Tool dispatch: every call is decided by ``charter.policy`` before any handler runs."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from charter.policy import (
+    BUILTIN_TOOLS,
+    PathContext,
+    ScopeViolation,
+    ToolAnnotations,
+    ToolCall,
+    decide_current,
+)
+from charter.policy.names import canonical_name
+
+from .providers.base import ToolCallRequest
+from .tools import Tool
+
+Executor = Callable[[ToolCall], Any]
+ToolCallerMiddleware = Callable[[Executor], Executor]
+
+REJECTED_STATUSES = frozenset({"permission_denied", "scope_violation", "error", "unknown_tool"})
+
+
+@dataclass
+class ToolOutcome:
+    """One attempted call and what became of it (recorded in emitted order)."""
+
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    status: str
+    observation: Any
+    rendered: str
+    error: str | None = None
+    decision: dict[str, Any] | None = None
+    attempts: int = 0
+    duration_ms: float = 0.0
+    audit: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def summary(self) -> dict[str, Any]:
+        """The ``tool_results`` entry post-turn callbacks receive."""
+        return {
+            "tool_name": self.name,
+            "ok": self.ok,
+            "status": self.status,
+            "rendered_result": self.rendered,
+            "error": self.error,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.summary()
+        out.update(
+            {
+                "call_id": self.call_id,
+                "arguments": self.arguments,
+                "decision": self.decision,
+                "attempts": self.attempts,
+            }
+        )
+        return out
+
+
+def render(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=str, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _status_of(value: Any) -> tuple[str, str | None]:
+    if isinstance(value, dict):
+        if value.get("error") == "permission_denied":
+            return "permission_denied", str(value.get("reason"))
+        status = value.get("status")
+        if isinstance(status, str):
+            err = value.get("error") or value.get("reason")
+            return status, None if status == "ok" or err is None else str(err)
+    return "ok", None
+
+
+class Dispatcher:
+    """Decides and runs tool calls for one loop."""
+
+    def __init__(
+        self,
+        tools: Sequence[Tool],
+        *,
+        context: PathContext,
+        tool_caller: ToolCallerMiddleware | None = None,
+        tool_retries: int = 0,
+        tool_backoff_ms: int = 1000,
+        max_concurrent: int = 1,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+    ) -> None:
+        self.registry: dict[str, Tool] = {}
+        for t in tools:
+            self.registry[canonical_name(t.name)] = t
+        self.context = context
+        self.tool_retries = tool_retries
+        self.tool_backoff_ms = tool_backoff_ms
+        self.max_concurrent = max_concurrent
+        self._sleep = sleep or asyncio.sleep
+        self.policy_ns = 0
+        self.decisions = 0
+        executor: Executor = self._execute
+        self.executor: Executor = tool_caller(executor) if tool_caller else executor
+
+    def annotations_for(self, name: str) -> ToolAnnotations:
+        tool = self.registry.get(canonical_name(name))
+        if tool is not None:
+            return tool.annotations
+        return BUILTIN_TOOLS.get(canonical_name(name), ToolAnnotations())
+
+    async def dispatch(self, calls: Sequence[ToolCallRequest]) -> list[ToolOutcome]:
+        """Dispatch ``calls``; results come back in emitted order."""
+        if self.max_concurrent <= 1 or len(calls) <= 1:
+            return [await self.dispatch_one(c) for c in calls]
+        gate = asyncio.Semaphore(self.max_concurrent)
+
+        async def bounded(call: ToolCallRequest) -> ToolOutcome:
+            async with gate:
+                return await self.dispatch_one(call)
+
+        return list(await asyncio.gather(*(bounded(c) for c in calls)))
+
+    async def dispatch_one(self, req: ToolCallRequest) -> ToolOutcome:
+        started = time.perf_counter()
+        args = dict(req.arguments)
+        if req.parse_error is not None:
+            bad: dict[str, Any] = {"status": "error", "error": req.parse_error}
+            return ToolOutcome(
+                req.id, req.name or "<invalid>", args, "error", bad, render(bad), req.parse_error
+            )
+        call = ToolCall(req.name, args, self.annotations_for(req.name))
+        t0 = time.perf_counter_ns()
+        decision = decide_current(call, context=self.context)
+        self.policy_ns += time.perf_counter_ns() - t0
+        self.decisions += 1
+        if not decision.allowed:
+            receipt = decision.permission_denied()
+            return ToolOutcome(
+                req.id,
+                call.name,
+                args,
+                "permission_denied",
+                receipt,
+                render(receipt),
+                decision.reason,
+                decision.to_dict(),
+                0,
+                (time.perf_counter() - started) * 1000,
+            )
+        if call.name not in self.registry:
+            err: dict[str, Any] = {
+                "status": "unknown_tool",
+                "error": f"unknown tool '{call.name}'",
+                "available": sorted(self.registry),
+            }
+            return ToolOutcome(
+                req.id,
+                call.name,
+                args,
+                "unknown_tool",
+                err,
+                render(err),
+                str(err["error"]),
+                decision.to_dict(),
+            )
+        value: Any = None
+        status, error = "error", None
+        attempts = 0
+        for attempt in range(self.tool_retries + 1):
+            attempts = attempt + 1
+            try:
+                value = self.executor(call)
+                if inspect.isawaitable(value):
+                    value = await value
+                status, error = _status_of(value)
+            except Exception as exc:  # a handler error is an observation, not a crash
+                if isinstance(exc, ScopeViolation):
+                    raise
+                value = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+                status, error = "error", str(value["error"])
+            if status != "error" or attempt == self.tool_retries:
+                break
+            if self.tool_backoff_ms:
+                await self._sleep(self.tool_backoff_ms * (2**attempt) / 1000)
+        audit = value.get("audit", {}) if isinstance(value, dict) else {}
+        return ToolOutcome(
+            req.id,
+            call.name,
+            args,
+            status,
+            value,
+            render(value),
+            error,
+            decision.to_dict(),
+            attempts,
+            (time.perf_counter() - started) * 1000,
+            audit if isinstance(audit, dict) else {},
+        )
+
+    async def _execute(self, call: ToolCall) -> Any:
+        """The base executor: run the handler of an allowed call."""
+        tool = self.registry[call.name]
+        kwargs = dict(call.arguments)
+        if tool.is_async:
+            return await tool.handler(**kwargs)
+        if self.max_concurrent > 1:
+            return await asyncio.to_thread(tool.handler, **kwargs)
+        result = tool.handler(**kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result

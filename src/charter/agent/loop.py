@@ -1,0 +1,1033 @@
+"""``agent_loop`` / ``agent_turn``: the agent loop, with every tool dispatch enforced."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import inspect
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from charter.policy import (
+    AgentScope,
+    Policy,
+    decide_current_resource,
+    make_context,
+    with_execution_policy,
+)
+
+from .callers import LlmCaller, call_caller, default_llm_caller
+from .delegation import delegate_tool, skill_tool
+from .dispatch import Dispatcher, ToolOutcome
+from .judges import JudgeConfig, run_judge
+from .options import (
+    AgentOptionError,
+    IterationBudget,
+    check_known,
+    profile_defaults,
+    resolve_budget,
+    validate_simple,
+)
+from .providers import LlmRequest, LlmResponse, Provider, ProviderError, get_provider
+from .providers.base import ToolCallRequest
+from .result import AgentResult, LlmStats, ToolStats, TurnResult
+from .textmode import (
+    DEFAULT_SENTINEL,
+    has_tool_call_tags,
+    parse_tool_calls,
+    render_tool_result,
+    tool_contract,
+    visible,
+)
+from .tools import Tool, as_tools
+from .transcript import TranscriptSink
+
+#: In-process session store: ``session_id`` -> prompt-visible messages.
+_SESSIONS: dict[str, list[dict[str, Any]]] = {}
+
+PROGRESS_GUIDANCE = (
+    "Work step by step. Use the available tools to gather evidence and make changes; "
+    "report concrete results."
+)
+
+
+def _loop_contract(fmt: str, sentinel: str | None) -> str:
+    if fmt == "native" and not sentinel:
+        how = "complete by returning final text with no tool calls"
+    elif fmt == "text":
+        how = f"write <done>{sentinel or DEFAULT_SENTINEL}</done> only when the task is complete"
+    else:
+        how = f"write {sentinel or DEFAULT_SENTINEL} only when the task is complete"
+    return f"IMPORTANT: You MUST keep working until the task is complete. When done, {how}."
+
+
+def _default_nudge(fmt: str, sentinel: str | None, allow_sentinel: bool) -> str:
+    if fmt == "native" and not sentinel:
+        return (
+            "Continue with concrete tool progress. When the task is complete, reply with "
+            "your final answer and no tool calls."
+        )
+    if not allow_sentinel:
+        return "Continue with concrete progress: call a tool or yield the next action."
+    marker = f"<done>{sentinel}</done>" if fmt == "text" else str(sentinel)
+    what = "tool progress" if fmt == "text" else "progress"
+    return f"Continue with concrete {what}. Write {marker} only when the task is truly complete."
+
+
+def _digest(args: Mapping[str, Any]) -> str:
+    blob = json.dumps(args, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+class _Config:
+    """Options resolved and validated before the first provider call."""
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        check_known(options)
+        validate_simple(options)
+        o = dict(options)
+        defaults = profile_defaults(o.get("profile", "tool_using"))
+        self.budget: IterationBudget = resolve_budget(
+            o.get("iteration_budget"), o.get("max_iterations"), defaults["max_iterations"]
+        )
+        self.provider_spec = o.get("provider", "mock")
+        self.model: str | None = o.get("model")
+        self.loop_until_done = bool(o.get("loop_until_done", False))
+        self.fmt: str = o.get("tool_format", "native")
+        sentinel = o.get("done_sentinel", "<mode-aware>")
+        if sentinel == "<mode-aware>":
+            sentinel = DEFAULT_SENTINEL if self.loop_until_done and self.fmt != "native" else None
+        self.sentinel: str | None = sentinel
+        self.max_nudges: int = (
+            o["max_nudges"] if o.get("max_nudges") is not None else defaults["max_nudges"]
+        )
+        self.tool_retries: int = (
+            o["tool_retries"] if o.get("tool_retries") is not None else defaults["tool_retries"]
+        )
+        self.llm_retries: int = (
+            o["llm_retries"] if o.get("llm_retries") is not None else defaults["llm_retries"]
+        )
+        self.llm_backoff_ms = int(o.get("llm_backoff_ms", 2000))
+        self.tool_backoff_ms = int(o.get("tool_backoff_ms", 1000))
+        self.max_concurrent = int(o.get("max_concurrent_tools") or 1)
+        self.fallback: str = o.get("native_tool_fallback", "allow")
+        self.loop_control = o.get("loop_control")
+        self.nudge: str | None = o.get("nudge")
+        self.policy = o.get("policy")
+        if self.policy is not None and not isinstance(self.policy, (Policy, Mapping)):
+            raise AgentOptionError("policy", "expected a charter.policy.Policy or a policy dict")
+        if isinstance(self.policy, Mapping):
+            self.policy = Policy.from_dict(self.policy)
+        self.policy_label: str = o.get("policy_label") or "agent_loop"
+        scope = o.get("scope")
+        if isinstance(scope, Mapping):
+            scope = AgentScope(
+                tools=tuple(scope.get("tools", ())),
+                members=tuple(scope.get("members", ())),
+                skills=tuple(scope.get("skills", ())),
+                mcps=tuple(scope.get("mcps", ())),
+                memory=bool(scope.get("memory", False)),
+            )
+        if scope is not None and not isinstance(scope, AgentScope):
+            raise AgentOptionError("scope", "expected a charter.policy.AgentScope or a dict")
+        self.scope: AgentScope | None = scope
+        self.tool_caller = o.get("tool_caller")
+        self.workspace = os.path.realpath(o.get("workspace") or os.getcwd())
+        self.confine = bool(o.get("confine_to_workspace", True))
+        try:
+            self.tools: list[Tool] = as_tools(o.get("tools"))
+        except TypeError as exc:
+            raise AgentOptionError("tools", str(exc)) from exc
+        self.llm_caller: LlmCaller | None = o.get("llm_caller")
+        llm_options = dict(o.get("llm_options") or {})
+        for key in ("tool_choice", "temperature", "max_tokens"):
+            if o.get(key) is not None:
+                llm_options[key] = o[key]
+        self.llm_options = llm_options
+        self.context_callback = o.get("context_callback") or o.get("context_filter")
+        self.post_turn = o.get("post_turn_callback")
+        self.verify_completion = o.get("verify_completion")
+        self.verify_judge = JudgeConfig.parse(
+            "verify_completion_judge", o.get("verify_completion_judge"), 5
+        )
+        self.done_judge = JudgeConfig.parse("done_judge", o.get("done_judge"), None)
+        turn_policy = o.get("turn_policy") or {}
+        if not isinstance(turn_policy, Mapping) or set(turn_policy) - {
+            "require_action_or_yield",
+            "allow_done_sentinel",
+            "max_prose_chars",
+        }:
+            raise AgentOptionError(
+                "turn_policy",
+                "expected a dict with require_action_or_yield, allow_done_sentinel, "
+                "max_prose_chars",
+            )
+        self.turn_policy = dict(turn_policy)
+        stall = o.get("stall_diagnostics")
+        self.stall: dict[str, Any] | None = None
+        if stall:
+            spec = {} if stall is True else dict(stall)
+            if spec.get("enabled", True):
+                self.stall = {
+                    "threshold": int(spec.get("threshold", 3)),
+                    "inject_feedback": bool(spec.get("inject_feedback", True)),
+                    "max_feedback": int(spec.get("max_feedback", 1)),
+                    "exempt": set(
+                        spec.get("exempt_tools", spec.get("allow_repeated_tools", ())) or ()
+                    ),
+                    "include_arguments": bool(spec.get("include_arguments", False)),
+                }
+        self.require: list[str | list[str]] = [
+            r if isinstance(r, str) else list(r) for r in o.get("require_successful_tools") or []
+        ]
+        self.stop_after: set[str] = set(o.get("stop_after_successful_tools") or ())
+        self.transcript_dir: str | None = o.get("llm_transcript_dir")
+        self.timestamp_messages = bool(o.get("timestamp_messages", False))
+        self.message_decorator = o.get("message_decorator")
+        self.mcp_servers = o.get("mcp_servers")
+        self.session_id: str = o.get("session_id") or f"session_{uuid.uuid4().hex[:12]}"
+        self.continue_session = o.get("session_id") is not None
+        self.skills = o.get("skills")
+        self.members = o.get("members")
+        self.ask_user = o.get("ask_user")
+        self.prior_messages = list(o.get("messages") or [])
+        self.clock: Callable[[], float] = o.get("clock") or time.time
+        self.options = o
+
+
+class _Run:
+    """One execution of the loop (state lives here, the stack lives in the context)."""
+
+    def __init__(self, prompt: str, system: str | None, cfg: _Config, provider: Provider) -> None:
+        self.prompt = prompt
+        self.system = system
+        self.cfg = cfg
+        self.provider = provider
+        self.messages: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.stats = LlmStats()
+        self.tool_stats = ToolStats(mode=cfg.fmt)
+        self.texts: list[str] = []
+        self.visible_texts: list[str] = []
+        self.turns: list[dict[str, Any]] = []
+        self.judge_decisions: list[dict[str, Any]] = []
+        self.budget_decisions: list[dict[str, Any]] = []
+        self.stall_warnings: list[dict[str, Any]] = []
+        self.repeated_calls = 0
+        self.stall_feedback = 0
+        self._last_sig: str | None = None
+        self._streak = 0
+        self.fallbacks = 0
+        self.fallback_rejections = 0
+        self.nudges_total = 0
+        self.active_skills: list[Any] = []
+        self.extras: dict[str, Any] = {}
+        self.next_llm_options: dict[str, Any] = {}
+        self.sink = TranscriptSink(cfg.transcript_dir) if cfg.transcript_dir else None
+        self.dispatcher: Dispatcher | None = None
+        self.started = time.perf_counter()
+
+    # -- helpers --------------------------------------------------------------------
+
+    def event(self, kind: str, **data: Any) -> None:
+        self.events.append({"type": kind, **data})
+
+    def required_missing(self) -> list[str | list[str]]:
+        ok = set(self.tool_stats.successful)
+        missing: list[str | list[str]] = []
+        for req in self.cfg.require:
+            group = [req] if isinstance(req, str) else req
+            if not any(name in ok for name in group):
+                missing.append(req)
+        return missing
+
+    def effective_system(self, tools: list[Tool]) -> str | None:
+        parts = [self.system] if self.system else []
+        if self.cfg.loop_until_done:
+            parts.append(_loop_contract(self.cfg.fmt, self.cfg.sentinel))
+        if self.cfg.fmt == "text" and tools:
+            parts.append(tool_contract([t.schema() for t in tools], self.cfg.sentinel))
+        for skill in self.active_skills:
+            parts.append(f'<skill name="{skill.name}">\n{skill.prompt}\n</skill>')
+        if self.cfg.scope is not None:
+            block = self.cfg.scope.prompt_block()
+            if block:
+                parts.append(block)
+        return "\n\n".join(parts) if parts else None
+
+    def visible_tools(self, tools: list[Tool]) -> list[Tool]:
+        """The tool surface the model sees: tools the active stack allows by name."""
+        return [t for t in tools if decide_current_resource("tools", t.name).allowed]
+
+    def prompt_messages(self, iteration: int, system: str | None) -> tuple[list[Any], Any]:
+        messages: list[Any] = list(self.messages)
+        if self.cfg.context_callback is not None:
+            messages = [dict(m) for m in messages]
+            ctx = self._context_view(iteration, system, messages)
+            out = self.cfg.context_callback(ctx)
+            if isinstance(out, list):
+                messages = out
+            elif isinstance(out, Mapping):
+                if out.get("messages") is not None:
+                    messages = list(out["messages"])
+                if out.get("system") is not None:
+                    system = str(out["system"])
+        if self.cfg.timestamp_messages or self.cfg.message_decorator is not None:
+            stamp = datetime.fromtimestamp(self.cfg.clock(), UTC).isoformat(timespec="seconds")
+            decorated = []
+            for index, msg in enumerate(messages):
+                msg = dict(msg)
+                if self.cfg.timestamp_messages and isinstance(msg.get("content"), str):
+                    msg["content"] = f"[{stamp}] {msg['content']}"
+                if self.cfg.message_decorator is not None:
+                    ctx = {
+                        "session_id": self.cfg.session_id,
+                        "iteration": iteration,
+                        "index": index,
+                        "timestamp": stamp,
+                    }
+                    replaced = self.cfg.message_decorator(msg, ctx)
+                    if replaced is not None:
+                        msg = dict(replaced)
+                decorated.append(msg)
+            messages = decorated
+        return messages, system
+
+    def _context_view(self, iteration: int, system: str | None, msgs: list[Any]) -> dict[str, Any]:
+        def latest(role: str) -> str | None:
+            for m in reversed(msgs):
+                if m.get("role") == role:
+                    return str(m.get("content") or "")
+            return None
+
+        return {
+            "iteration": iteration,
+            "system": system,
+            "messages": msgs,
+            "visible_messages": msgs,
+            "recorded_messages": [dict(m) for m in self.messages],
+            "recent_visible_messages": msgs[-6:],
+            "recent_recorded_messages": self.messages[-6:],
+            "latest_visible_user_message": latest("user"),
+            "latest_visible_assistant_message": latest("assistant"),
+            "latest_recorded_user_message": latest("user"),
+            "latest_recorded_assistant_message": latest("assistant"),
+            "latest_tool_result": latest("tool"),
+            "latest_recorded_tool_result": latest("tool"),
+        }
+
+    def transcript_text(self) -> str:
+        lines = []
+        for m in self.messages[-20:]:
+            content = str(m.get("content") or "")
+            if m.get("tool_calls"):
+                content += " " + json.dumps(m["tool_calls"], default=str)
+            lines.append(f"[{m['role']}] {content[:2000]}")
+        return "\n".join(lines)
+
+    def provider_error(
+        self, err: BaseException, phase: str, after_tool_result: bool
+    ) -> dict[str, Any]:
+        if isinstance(err, ProviderError):
+            category, reason, kind, message = err.category, err.reason, err.kind, err.message
+        else:
+            category, reason = "internal", "unexpected_exception"
+            kind, message = type(err).__name__, str(err)
+        return {
+            "category": category,
+            "reason": reason,
+            "kind": kind,
+            "provider": getattr(self.provider, "name", str(self.cfg.provider_spec)),
+            "model": self.cfg.model,
+            "message": message,
+            "phase": phase,
+            "tool_format": self.cfg.fmt,
+            "after_tool_result": after_tool_result,
+        }
+
+    # -- the loop -------------------------------------------------------------------
+
+    async def call_llm(self, request: LlmRequest, iteration: int) -> dict[str, Any]:
+        caller = self.cfg.llm_caller or default_llm_caller(self.provider)
+        if self.cfg.llm_caller is None and self.cfg.llm_retries:
+            from .callers import with_retry
+
+            caller = with_retry(
+                max_attempts=self.cfg.llm_retries + 1, base_ms=self.cfg.llm_backoff_ms
+            )(caller)
+        call = {
+            "prompt": self.prompt,
+            "system": request.system,
+            "opts": dict(request.options),
+            "turn": {"iteration": iteration, "session_id": self.cfg.session_id, "attempt": 1},
+            "request": request,
+            "provider": self.provider,
+        }
+        try:
+            return await call_caller(caller, call)
+        except Exception as exc:
+            return {"ok": False, "status": "provider_error", "error": exc}
+
+    async def run(self, all_tools: list[Tool]) -> AgentResult:
+        cfg = self.cfg
+        if cfg.continue_session:
+            self.messages.extend(dict(m) for m in _SESSIONS.get(cfg.session_id, []))
+        self.messages.extend(dict(m) for m in cfg.prior_messages)
+        self.messages.append({"role": "user", "content": self.prompt})
+        self.dispatcher = Dispatcher(
+            all_tools,
+            context=make_context(cfg.workspace),
+            tool_caller=cfg.tool_caller,
+            tool_retries=cfg.tool_retries,
+            tool_backoff_ms=cfg.tool_backoff_ms,
+            max_concurrent=cfg.max_concurrent,
+        )
+        budget = cfg.budget
+        limit = budget.initial
+        extensions = 0
+        iteration = 0
+        nudges = 0
+        status = ""
+        error: dict[str, Any] | None = None
+        stop_reason: str | None = None
+        saw_tool_result = False
+        vetoed_last = False
+
+        while True:
+            if iteration >= limit:
+                status, stop_reason = "budget_exhausted", "max_iterations"
+                break
+            iteration += 1
+            turn_info: dict[str, Any] = {"iteration": iteration, "started": self.cfg.clock()}
+            self.turns.append(turn_info)
+            tools = [] if cfg.fmt == "none" else self.visible_tools(all_tools)
+            system = self.effective_system(tools)
+            messages, system = self.prompt_messages(iteration, system)
+            llm_options = {**cfg.llm_options, **self.next_llm_options}
+            self.next_llm_options = {}
+            request = LlmRequest(
+                model=cfg.model,
+                system=system,
+                messages=messages,
+                tools=[t.schema() for t in tools] if cfg.fmt == "native" else [],
+                tool_choice=llm_options.pop("tool_choice", None),
+                options=llm_options,
+            )
+            if self.sink:
+                self.sink.request(self.cfg.session_id, iteration, request, self.provider)
+            reply = await self.call_llm(request, iteration)
+            self.stats.iterations += 1
+            if not reply["ok"]:
+                err = reply.get("error") or ProviderError(str(reply.get("status")))
+                error = self.provider_error(err, "turn", saw_tool_result)
+                status, stop_reason = "provider_error", "provider_error"
+                self.event("provider_error", iteration=iteration, error=error)
+                turn_info["ended"] = self.cfg.clock()
+                break
+            response: LlmResponse = reply["value"]
+            if self.sink:
+                self.sink.response(self.cfg.session_id, iteration, response)
+            self.stats.input_tokens += response.input_tokens
+            self.stats.output_tokens += response.output_tokens
+            text = response.text or ""
+            shown = visible(text, cfg.sentinel)
+            if text:
+                self.texts.append(text)
+            if shown:
+                self.visible_texts.append(shown)
+            turn_info["prose_chars"] = len(shown)
+
+            # -- which tool calls did the model emit? --
+            calls: list[ToolCallRequest] = []
+            fallback_used = False
+            if cfg.fmt == "native":
+                calls = list(response.tool_calls)
+                if not calls and has_tool_call_tags(text):
+                    if cfg.fallback == "reject" or (
+                        cfg.fallback == "allow_once" and self.fallbacks >= 1
+                    ):
+                        self.fallback_rejections += 1
+                        if cfg.fallback == "reject":
+                            error = self.provider_error(
+                                ProviderError(
+                                    "the model emitted text-mode <tool_call> content in a "
+                                    "native-tool stage",
+                                    category="tool_protocol",
+                                    reason="native_tool_fallback_rejected",
+                                    kind="NativeToolFallback",
+                                    retryable=False,
+                                ),
+                                "tool_protocol",
+                                saw_tool_result,
+                            )
+                            self.messages.append({"role": "assistant", "content": text})
+                            status, stop_reason = "provider_error", "native_tool_fallback_rejected"
+                            turn_info["ended"] = self.cfg.clock()
+                            break
+                        self.messages.append({"role": "assistant", "content": text})
+                        self.messages.append(
+                            {
+                                "role": "user",
+                                "content": "Text-mode <tool_call> tags are not accepted here: use "
+                                "the native tool-calling interface.",
+                            }
+                        )
+                        turn_info["ended"] = self.cfg.clock()
+                        continue
+                    calls = parse_tool_calls(text, id_prefix=f"fallback_{iteration}")
+                    fallback_used = True
+                    self.fallbacks += 1
+            elif cfg.fmt == "text":
+                calls = list(response.tool_calls) + parse_tool_calls(
+                    text, id_prefix=f"text_{iteration}"
+                )
+            assistant: dict[str, Any] = {"role": "assistant", "content": text}
+            native_ids = cfg.fmt == "native" and not fallback_used
+            if calls and native_ids:
+                assistant["tool_calls"] = [
+                    {"id": c.id, "name": c.name, "arguments": dict(c.arguments)} for c in calls
+                ]
+            self.messages.append(assistant)
+
+            outcomes: list[ToolOutcome] = []
+            if calls:
+                nudges = 0
+                outcomes = await self.dispatcher.dispatch(calls)
+                saw_tool_result = True
+                self.record_outcomes(iteration, outcomes, native_ids)
+                self.stall_check(iteration, calls)
+            turn_info["tool_count"] = len(outcomes)
+
+            # -- completion candidate? --
+            sentinel_hit = cfg.sentinel is not None and cfg.sentinel in text
+            if calls:
+                proposed = sentinel_hit
+            elif not cfg.loop_until_done:
+                proposed = True
+            else:
+                proposed = sentinel_hit if cfg.sentinel else True
+            if (
+                not calls
+                and cfg.turn_policy.get("require_action_or_yield")
+                and not sentinel_hit
+                and cfg.loop_until_done
+                and cfg.sentinel
+            ):
+                proposed = False
+
+            # -- post-turn callback --
+            post_stop = False
+            if cfg.post_turn is not None:
+                post_stop, reason = self.post_turn(iteration, text, shown, calls, outcomes)
+                if post_stop:
+                    stop_reason = reason
+
+            max_prose = cfg.turn_policy.get("max_prose_chars")
+            if max_prose and len(shown) > int(max_prose) and not proposed:
+                self.messages.append(
+                    {
+                        "role": "user",
+                        "content": f"Keep prose under {max_prose} characters; act with tools.",
+                    }
+                )
+
+            turn_info["ended"] = self.cfg.clock()
+            if post_stop:
+                status = "done"
+                break
+            successful_now = {o.name for o in outcomes if o.ok}
+            if cfg.stop_after and successful_now & cfg.stop_after:
+                status, stop_reason = "done", "stop_after_successful_tools"
+                break
+
+            vetoed_last = False
+            completion_verdict: dict[str, Any] | None = None
+            if proposed:
+                gate = await self.completion_gates(iteration)
+                if gate is None:
+                    status, stop_reason = "done", "natural" if not calls else "sentinel"
+                    if sentinel_hit:
+                        stop_reason = "sentinel"
+                    break
+                completion_verdict = gate
+                if gate.get("terminal"):
+                    status, stop_reason = "verify_capped", gate["stop_reason"]
+                    self.extras["stop_reason"] = stop_reason
+                    break
+                vetoed_last = True
+                self.messages.append({"role": "user", "content": gate["feedback"]})
+            elif not calls:
+                nudges += 1
+                self.nudges_total += 1
+                if nudges > cfg.max_nudges:
+                    status, stop_reason = "stuck", "max_nudges"
+                    break
+                allow_sentinel = bool(cfg.turn_policy.get("allow_done_sentinel", True))
+                message = cfg.nudge or _default_nudge(cfg.fmt, cfg.sentinel, allow_sentinel)
+                self.messages.append({"role": "user", "content": message})
+
+            # -- iteration budget / loop_control --
+            command = self.loop_control(
+                iteration,
+                limit,
+                extensions,
+                outcomes,
+                shown,
+                proposed,
+                vetoed_last,
+                completion_verdict,
+                fallback_used,
+            )
+            if command is not None:
+                action = command.get("action", "none")
+                if action == "extend":
+                    old = limit
+                    if "until" in command:
+                        target = int(command["until"])
+                    else:
+                        target = limit + int(command.get("by") or budget.extend_by or 1)
+                    limit = max(limit, min(target, budget.max))
+                    if limit > old:
+                        extensions += 1
+                    self.budget_decisions.append(
+                        {
+                            "iteration": iteration,
+                            "action": "extend",
+                            "old_limit": old,
+                            "new_limit": limit,
+                            "reason": command.get("reason"),
+                        }
+                    )
+                    self.event(
+                        "loop_control_decision",
+                        action="extend",
+                        oldLimit=old,
+                        newLimit=limit,
+                        reason=command.get("reason"),
+                    )
+                elif action == "stop":
+                    self.budget_decisions.append(
+                        {
+                            "iteration": iteration,
+                            "action": "stop",
+                            "old_limit": limit,
+                            "new_limit": limit,
+                            "reason": command.get("reason"),
+                        }
+                    )
+                    status = str(command.get("status") or "incomplete")
+                    stop_reason = str(command.get("reason") or "loop_control_stop")
+                    break
+
+        if status == "done" and self.required_missing():
+            status = "failed"
+            stop_reason = "require_successful_tools"
+        if status in ("failed", "incomplete") or stop_reason == "post_turn_stop":
+            self.extras.setdefault("stop_reason", stop_reason)
+        if budget.expose_decisions:
+            self.extras["adaptive_budget"] = {
+                "mode": budget.mode,
+                "initial": budget.initial,
+                "max": budget.max,
+                "final_limit": limit,
+                "extensions_used": extensions,
+                "decisions": self.budget_decisions,
+            }
+        if (
+            cfg.post_turn is not None
+            and stop_reason
+            and stop_reason
+            not in (
+                "natural",
+                "sentinel",
+                "max_iterations",
+                "max_nudges",
+                "provider_error",
+            )
+        ):
+            self.extras.setdefault("stop_reason", stop_reason)
+        return self.finish(status, error, stop_reason)
+
+    def record_outcomes(self, iteration: int, outcomes: list[ToolOutcome], native: bool) -> None:
+        ts = self.tool_stats
+        for o in outcomes:
+            ts._add(ts.calls, o.name)
+            if o.ok:
+                ts._add(ts.successful, o.name)
+            else:
+                ts._add(ts.rejected, o.name)
+            self.event("tool_call_audit", iteration=iteration, **o.to_dict())
+        if native:
+            for o in outcomes:
+                self.messages.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": o.call_id,
+                        "name": o.name,
+                        "content": o.rendered,
+                    }
+                )
+        else:
+            blocks = [render_tool_result(o.name, o.call_id, o.rendered) for o in outcomes]
+            self.messages.append({"role": "user", "content": "\n".join(blocks)})
+
+    def stall_check(self, iteration: int, calls: list[ToolCallRequest]) -> None:
+        stall = self.cfg.stall
+        if stall is None:
+            return
+        for call in calls:
+            sig = call.name + ":" + _digest(call.arguments)
+            if sig == self._last_sig and call.name not in stall["exempt"]:
+                self._streak += 1
+                self.repeated_calls += 1
+            else:
+                self._streak = 1
+                self._last_sig = sig
+            if self._streak == stall["threshold"]:
+                warning: dict[str, Any] = {
+                    "iteration": iteration,
+                    "tool": call.name,
+                    "count": self._streak,
+                    "arguments_digest": _digest(call.arguments),
+                }
+                if stall["include_arguments"]:
+                    warning["arguments"] = dict(call.arguments)
+                self.stall_warnings.append(warning)
+                self.event("stall_warning", **warning)
+                if stall["inject_feedback"] and self.stall_feedback < stall["max_feedback"]:
+                    self.stall_feedback += 1
+                    self.messages.append(
+                        {
+                            "role": "user",
+                            "content": f"You have called {call.name} {self._streak} times in a row "
+                            "with identical arguments. Change approach or finish.",
+                        }
+                    )
+
+    def post_turn(
+        self,
+        iteration: int,
+        text: str,
+        shown: str,
+        calls: list[ToolCallRequest],
+        outcomes: list[ToolOutcome],
+    ) -> tuple[bool, str | None]:
+        ts = self.tool_stats
+        info = {
+            "session_id": self.cfg.session_id,
+            "iteration": iteration,
+            "has_tool_calls": bool(calls),
+            "dispatch": [o.to_dict() for o in outcomes] if outcomes else None,
+            "tool_results": [o.summary() for o in outcomes],
+            "tool_count": len(outcomes),
+            "successful_tool_names": [o.name for o in outcomes if o.ok],
+            "rejected_tool_names": [o.name for o in outcomes if not o.ok],
+            "session_successful_tools": list(ts.successful),
+            "session_rejected_tools": list(ts.rejected),
+            "text": text,
+            "visible_text": shown,
+        }
+        callback = self.cfg.post_turn
+        assert callback is not None
+        out = callback(info)
+        if isinstance(out, str):
+            if out:
+                self.messages.append({"role": "user", "content": out})
+            return False, None
+        if isinstance(out, bool):
+            return out, "post_turn_stop" if out else None
+        if isinstance(out, Mapping):
+            if out.get("message"):
+                self.messages.append({"role": "user", "content": str(out["message"])})
+            if out.get("llm_options"):
+                self.next_llm_options.update(dict(out["llm_options"]))
+            next_options = out.get("next_options") or {}
+            if next_options.get("llm_options"):
+                self.next_llm_options.update(dict(next_options["llm_options"]))
+            if next_options.get("tool_choice"):
+                self.next_llm_options["tool_choice"] = next_options["tool_choice"]
+            if out.get("stop"):
+                return True, str(out.get("stop_reason") or "post_turn_stop")
+        return False, None
+
+    def loop_state(
+        self,
+        iteration: int,
+        limit: int,
+        extensions: int,
+        outcomes: list[ToolOutcome],
+        shown: str,
+        proposed: bool,
+        vetoed: bool,
+        verdict: dict[str, Any] | None,
+        fallback_used: bool,
+    ) -> dict[str, Any]:
+        ts = self.tool_stats
+        successful = [o.name for o in outcomes if o.ok]
+        missing = self.required_missing()
+        changed = bool(outcomes) or bool(shown)
+        return {
+            "iteration": iteration,
+            "budget": {
+                "current_limit": limit,
+                "max": self.cfg.budget.max,
+                "remaining": limit - iteration,
+                "extension_count": extensions,
+            },
+            "turn": {
+                "tool_call_count": len(outcomes),
+                "successful_tool_names": successful,
+                "rejected_tool_names": [o.name for o in outcomes if not o.ok],
+                "text_chars": len(shown),
+                "native_fallback_used": fallback_used,
+            },
+            "session": {
+                "successful_tool_names": list(ts.successful),
+                "rejected_tool_names": list(ts.rejected),
+                "required_tools_satisfied": not missing,
+                "required_tools_missing": missing,
+            },
+            "completion": {
+                "proposed": proposed,
+                "vetoed": vetoed,
+                "verdict": None if verdict is None else verdict.get("verdict"),
+                "feedback": None if verdict is None else verdict.get("feedback"),
+            },
+            "progress": {
+                "changed": changed,
+                "summary": "completion gate vetoed"
+                if vetoed
+                else f"executed {len(outcomes)} tool call(s)"
+                if outcomes
+                else "wrote text"
+                if shown
+                else "no progress",
+            },
+        }
+
+    def loop_control(self, iteration: int, limit: int, extensions: int, *args: Any) -> Any:
+        cfg = self.cfg
+        if cfg.loop_control is None and cfg.budget.mode != "adaptive":
+            return None
+        state = self.loop_state(iteration, limit, extensions, *args)
+        if cfg.loop_control is not None:
+            command = cfg.loop_control(state)
+            if command is not None and not isinstance(command, Mapping):
+                raise AgentOptionError("loop_control", "must return None or a command dict")
+            return command
+        # The default adaptive policy: extend only at the cap edge, on evidence.
+        if state["budget"]["remaining"] > 0:
+            return None
+        if state["completion"]["vetoed"]:
+            return {"action": "extend", "reason": "completion gate vetoed"}
+        if not state["session"]["required_tools_satisfied"]:
+            return {"action": "extend", "reason": "require_successful_tools unsatisfied"}
+        if state["turn"]["tool_call_count"] > 0:
+            return {"action": "extend", "reason": "recent turn made progress"}
+        return None
+
+    async def completion_gates(self, iteration: int) -> dict[str, Any] | None:
+        """``None`` to accept the stop; else ``{feedback}`` or ``{terminal, stop_reason}``."""
+        cfg = self.cfg
+        if cfg.verify_completion is not None:
+            verdict = cfg.verify_completion(
+                {
+                    "iteration": iteration,
+                    "text": "\n".join(self.texts),
+                    "visible_text": "\n".join(self.visible_texts),
+                    "messages": [dict(m) for m in self.messages],
+                    "successful_tools": list(self.tool_stats.successful),
+                }
+            )
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+            if verdict is False or (isinstance(verdict, str) and verdict):
+                note = verdict if isinstance(verdict, str) else "Not complete yet; continue."
+                self.event("verify_completion_veto", iteration=iteration, feedback=note)
+                return {"feedback": note, "verdict": "continue"}
+        for judge, cap_reason in (
+            (cfg.verify_judge, "completion_judge_cap_reached"),
+            (cfg.done_judge, "done_judge_cap_reached"),
+        ):
+            if judge is None:
+                continue
+            state = {"iteration": iteration, "messages": self.messages}
+            if judge.kind == "done_judge" and not judge.due(iteration, state):
+                continue
+            provider = get_provider(judge.provider) if judge.provider is not None else self.provider
+            decision = await run_judge(
+                judge,
+                provider=provider,
+                model=cfg.model,
+                task=self.prompt,
+                transcript_text=self.transcript_text(),
+                state=state,
+            )
+            record = {"iteration": iteration, **decision, "judge": judge.kind}
+            judge.decisions.append(record)
+            self.judge_decisions.append(record)
+            self.event("judge_decision", session_id=cfg.session_id, **record)
+            if decision["verdict"] == "done":
+                continue
+            judge.vetoes += 1
+            if judge.cap is not None and judge.vetoes >= judge.cap:
+                judge.cap_reached = True
+                return {"terminal": True, "stop_reason": cap_reason}
+            feedback = decision.get("next_step") or decision.get("reasoning")
+            return {"feedback": str(feedback or judge.feedback_fallback), "verdict": "continue"}
+        return None
+
+    def finish(
+        self, status: str, error: dict[str, Any] | None, stop_reason: str | None
+    ) -> AgentResult:
+        cfg = self.cfg
+        self.stats.duration_ms = int((time.perf_counter() - self.started) * 1000)
+        if cfg.continue_session:
+            _SESSIONS[cfg.session_id] = [dict(m) for m in self.messages]
+        if self.sink:
+            self.sink.close()
+        if cfg.stall is not None:
+            self.extras["repeated_tool_calls"] = self.repeated_calls
+            self.extras["stall_warnings"] = self.stall_warnings
+            self.extras["suspected_loop"] = bool(self.stall_warnings)
+        if cfg.verify_judge is not None:
+            self.extras["completion_judge"] = cfg.verify_judge.summary()
+        if cfg.done_judge is not None:
+            self.extras["done_judge"] = cfg.done_judge.summary()
+        dispatcher = self.dispatcher
+        missing = self.required_missing()
+        trace = {
+            "session_id": cfg.session_id,
+            "stop_reason": stop_reason,
+            "events": self.events,
+            "native_text_tool_fallbacks": self.fallbacks,
+            "native_text_tool_fallback_rejections": self.fallback_rejections,
+            "empty_completion_retries": 0,
+            "policy_decisions": dispatcher.decisions if dispatcher else 0,
+            "policy_ms": round((dispatcher.policy_ns if dispatcher else 0) / 1e6, 3),
+        }
+        return AgentResult(
+            status=status,
+            error=error,
+            text="\n".join(self.texts),
+            visible_text="\n".join(self.visible_texts),
+            llm=self.stats,
+            tools=self.tool_stats,
+            deferred_user_messages=[],
+            task_ledger={
+                "deliverables": [],
+                "nudges": self.nudges_total,
+                "required_tools": list(cfg.require),
+                "required_tools_missing": missing,
+            },
+            trace=trace,
+            transcript={
+                "id": f"transcript_{cfg.session_id}",
+                "session_id": cfg.session_id,
+                "system": self.system,
+                "messages": self.messages,
+                "events": [e for e in self.events if e["type"] != "tool_call_audit"],
+            },
+            extras=self.extras,
+        )
+
+
+async def _execute(
+    prompt: str, system: str | None, options: Mapping[str, Any]
+) -> tuple[AgentResult, _Run]:
+    cfg = _Config(options)
+    provider = get_provider(cfg.provider_spec)
+    async with contextlib.AsyncExitStack() as stack:
+        if cfg.confine:
+            stack.enter_context(
+                with_execution_policy(
+                    {"paths": [cfg.workspace], "name": "workspace"},
+                    label="workspace",
+                    kind="workspace",
+                )
+            )
+        if cfg.policy is not None:
+            stack.enter_context(
+                with_execution_policy(cfg.policy, label=cfg.policy_label, kind="ambient")
+            )
+        if cfg.scope is not None:
+            stack.enter_context(
+                with_execution_policy(cfg.scope.policy("scope"), label="scope", kind="scope")
+            )
+        tools = list(cfg.tools)
+        run = _Run(prompt, system, cfg, provider)
+        if cfg.skills:
+            tools.append(skill_tool(cfg.skills, run.active_skills))
+        if cfg.members:
+            tools.append(delegate_tool(cfg.members))
+        if cfg.mcp_servers:
+            from .mcp import connect_servers
+
+            tools.extend(await connect_servers(cfg.mcp_servers, stack))
+        return await run.run(tools), run
+
+
+async def agent_loop_async(prompt: str, system: str | None = None, **options: Any) -> AgentResult:
+    """Run an agent until it is done (see ``docs/agent.md`` for every option).
+
+    The ``policy`` option is pushed as an ambient frame (and ``scope`` as a scope frame)
+    for the loop's duration; every tool call is decided against the whole stack by
+    :func:`charter.policy.decide_current` before its handler can run.
+    """
+    result, _ = await _execute(prompt, system, options)
+    return result
+
+
+def agent_loop(prompt: str, system: str | None = None, **options: Any) -> AgentResult:
+    """Synchronous twin of :func:`agent_loop_async` (must not be called inside a running loop)."""
+    return asyncio.run(agent_loop_async(prompt, system, **options))
+
+
+async def agent_turn_async(prompt: str, **options: Any) -> TurnResult:
+    """One agent completes one request: loop-until-done with a completion judge.
+
+    ``system`` joins generic progress guidance; ``judge`` / ``done_judge`` customise the
+    judge (default: the provider's structured judge).
+    """
+    opts = dict(options)
+    system = opts.pop("system", None)
+    judge = opts.pop("judge", None)
+    if judge is not None:
+        opts["done_judge"] = judge
+    opts.setdefault("done_judge", True)
+    opts.setdefault("loop_until_done", True)
+    full_system = "\n\n".join(p for p in (system, PROGRESS_GUIDANCE) if p)
+    base, run = await _execute(prompt, full_system, opts)
+    decisions = []
+    for d in run.judge_decisions:
+        entry = {k: d.get(k) for k in ("iteration", "verdict", "reasoning", "next_step")}
+        entry["judge_duration_ms"] = d.get("judge_duration_ms", 0)
+        if d.get("trigger"):
+            entry["trigger"] = d["trigger"]
+        decisions.append(entry)
+    return TurnResult(
+        status=base.status,
+        error=base.error,
+        text=base.text,
+        visible_text=base.visible_text,
+        llm=base.llm,
+        tools=base.tools,
+        deferred_user_messages=base.deferred_user_messages,
+        task_ledger=base.task_ledger,
+        trace=base.trace,
+        transcript=base.transcript,
+        extras=base.extras,
+        iterations=[dict(t) for t in run.turns],
+        judge_decisions=decisions,
+    )
+
+
+def agent_turn(prompt: str, **options: Any) -> TurnResult:
+    """Synchronous twin of :func:`agent_turn_async`."""
+    return asyncio.run(agent_turn_async(prompt, **options))

@@ -1,0 +1,123 @@
+"""MCP servers for the agent loop (``mcp_servers`` option), via the official ``mcp`` SDK.
+
+``tools/list`` is called once per server; each tool is exposed as ``<server>__<tool>``
+with ``mcp_server`` set in its annotations, and dispatched through ``tools/call`` after the
+policy allowed it. A server the active stack denies (``mcp_servers`` dimension, decided
+with :func:`charter.policy.decide_current_resource`) is never started.
+
+Side-effect levels come from the MCP tool annotations: ``open_world_hint`` -> ``network``,
+``read_only_hint`` -> ``read_only``, an explicit closed-world write -> ``workspace_write``,
+and an unannotated tool declares nothing, so it counts as ``network``. A server spec may
+override per tool with ``annotations: {tool: {...charter annotations...}}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from charter.policy import SideEffectLevel, ToolAnnotations, decide_current_resource
+from charter.policy.names import canonical_name
+
+from .tools import Tool
+
+
+def _spec_list(servers: Any) -> list[dict[str, Any]]:
+    if isinstance(servers, Mapping):
+        return [{"name": k, **dict(v)} for k, v in servers.items()]
+    out = []
+    for spec in servers:
+        if not isinstance(spec, Mapping) or not spec.get("name"):
+            raise ValueError("mcp_servers: each server needs a 'name'")
+        out.append(dict(spec))
+    return out
+
+
+def annotations_from_mcp(
+    server: str, ann: Any, override: Mapping[str, Any] | None
+) -> ToolAnnotations:
+    """charter annotations for an MCP tool (unannotated -> no level -> ``network``)."""
+    level: SideEffectLevel | None = None
+    if ann is not None:
+        if getattr(ann, "open_world_hint", None):
+            level = SideEffectLevel.NETWORK
+        elif getattr(ann, "read_only_hint", None):
+            level = SideEffectLevel.READ_ONLY
+        elif getattr(ann, "open_world_hint", None) is False:
+            level = SideEffectLevel.WORKSPACE_WRITE
+    base = ToolAnnotations(side_effect_level=level, kind="other", mcp_server=server)
+    if override:
+        custom = ToolAnnotations.from_dict(override)
+        base = replace(custom, mcp_server=server)
+    return base
+
+
+def _render_result(result: Any) -> Any:
+    texts = []
+    for block in getattr(result, "content", None) or []:
+        text = getattr(block, "text", None)
+        texts.append(text if text is not None else str(block))
+    structured = getattr(result, "structured_content", None)
+    if getattr(result, "is_error", False):
+        return {"status": "error", "error": "\n".join(texts) or "MCP tool error"}
+    if texts or structured is None:
+        return "\n".join(texts)
+    return {"status": "ok", "result": structured}
+
+
+async def connect_servers(
+    servers: Sequence[Mapping[str, Any]] | Mapping[str, Any],
+    stack: contextlib.AsyncExitStack,
+) -> list[Tool]:
+    """Start each allowed server in ``stack`` and return its tools as charter Tools."""
+    from mcp import ClientSession
+
+    tools: list[Tool] = []
+    for spec in _spec_list(servers):
+        name = canonical_name(str(spec["name"]))
+        if not decide_current_resource("mcp_servers", name).allowed:
+            continue  # dispatch_mcp: a denied server is filtered out, never started
+        transport = spec.get("transport", "http" if spec.get("url") else "stdio")
+        if transport == "stdio":
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(
+                command=spec["command"],
+                args=list(spec.get("args") or []),
+                env=spec.get("env"),
+                cwd=spec.get("cwd"),
+            )
+            read, write = await stack.enter_async_context(stdio_client(params))
+        elif transport == "http":
+            from mcp.client.streamable_http import streamable_http_client
+
+            read, write = await stack.enter_async_context(streamable_http_client(spec["url"]))
+        else:
+            raise ValueError(f"mcp_servers: unknown transport {transport!r}")
+        session = await stack.enter_async_context(ClientSession(read, write))
+        await session.initialize()
+        listing = await session.list_tools()
+        overrides = spec.get("annotations") or {}
+        for mcp_tool in listing.tools:
+            tools.append(_wrap(session, name, mcp_tool, overrides.get(mcp_tool.name)))
+    return tools
+
+
+def _wrap(session: Any, server: str, mcp_tool: Any, override: Mapping[str, Any] | None) -> Tool:
+    raw_name = mcp_tool.name
+
+    async def call(**arguments: Any) -> Any:
+        result = await session.call_tool(raw_name, arguments)
+        return _render_result(result)
+
+    return Tool(
+        name=f"{server}__{canonical_name(raw_name)}",
+        handler=call,
+        description=mcp_tool.description or "",
+        parameters=dict(mcp_tool.input_schema or {"type": "object", "properties": {}}),
+        annotations=annotations_from_mcp(server, mcp_tool.annotations, override),
+        is_async=True,
+        mcp=(server, raw_name),
+    )

@@ -1,0 +1,166 @@
+"""The ``anthropic`` provider: the Messages API (JSON or SSE streaming).
+
+The SDK is imported on first use; pass ``http_client`` (an ``httpx2.AsyncClient``) to
+inject one. SDK retries are off: retries belong to the loop's ``llm_caller``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ._errors import parse_arguments, sdk_error
+from .base import LlmRequest, LlmResponse, ToolCallRequest
+
+
+class AnthropicProvider:
+    def __init__(
+        self,
+        *,
+        name: str = "anthropic",
+        api_key: str | None = None,
+        base_url: str | None = None,
+        http_client: Any = None,
+        stream: bool = False,
+        timeout: float = 120.0,
+        max_tokens: int = 4096,
+        default_model: str = "claude-sonnet-4-6",
+    ) -> None:
+        self.name = name
+        self.api_key = api_key
+        self.base_url = base_url
+        self.http_client = http_client
+        self.stream = stream
+        self.timeout = timeout
+        self.max_tokens = max_tokens
+        self.default_model = default_model
+        self._client: Any = None
+
+    def client(self) -> Any:
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self.api_key or os.environ.get("ANTHROPIC_API_KEY") or "unset",
+                base_url=self.base_url or os.environ.get("ANTHROPIC_BASE_URL"),
+                http_client=self.http_client,
+                max_retries=0,
+                timeout=self.timeout,
+            )
+        return self._client
+
+    def payload(self, request: LlmRequest) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = []
+
+        def add(role: str, block: dict[str, Any]) -> None:
+            if messages and messages[-1]["role"] == role:
+                messages[-1]["content"].append(block)
+            else:
+                messages.append({"role": role, "content": [block]})
+
+        for m in request.messages:
+            role = m["role"]
+            if role == "tool":
+                add(
+                    "user",
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": m["tool_call_id"],
+                        "content": m["content"],
+                    },
+                )
+                continue
+            if m.get("content"):
+                add(role, {"type": "text", "text": m["content"]})
+            for c in m.get("tool_calls") or []:
+                add(
+                    "assistant",
+                    {
+                        "type": "tool_use",
+                        "id": c["id"],
+                        "name": c["name"],
+                        "input": dict(c["arguments"]),
+                    },
+                )
+        payload: dict[str, Any] = {
+            "model": request.model or self.default_model,
+            "max_tokens": int(request.options.get("max_tokens", self.max_tokens)),
+            "messages": messages,
+        }
+        if request.system:
+            payload["system"] = request.system
+        if request.tools:
+            payload["tools"] = [
+                {
+                    "name": t["name"],
+                    "description": t.get("description", ""),
+                    "input_schema": t["parameters"],
+                }
+                for t in request.tools
+            ]
+            choice = request.tool_choice
+            if choice in ("auto", "any", "none"):
+                payload["tool_choice"] = {"type": choice}
+        if "temperature" in request.options:
+            payload["temperature"] = request.options["temperature"]
+        return payload
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        import anthropic
+
+        try:
+            if self.stream:
+                return await self._stream(request)
+            message = await self.client().messages.create(**self.payload(request))
+        except Exception as exc:
+            raise sdk_error(exc, self.name, anthropic) from exc
+        text: list[str] = []
+        calls = []
+        for block in message.content or []:
+            if block.type == "text":
+                text.append(block.text)
+            elif block.type == "tool_use":
+                args, err = parse_arguments(block.input)
+                calls.append(ToolCallRequest(block.id, block.name, args, err))
+        return LlmResponse(
+            text="".join(text),
+            tool_calls=tuple(calls),
+            input_tokens=message.usage.input_tokens or 0,
+            output_tokens=message.usage.output_tokens or 0,
+            finish_reason=message.stop_reason,
+            model=message.model,
+        )
+
+    async def _stream(self, request: LlmRequest) -> LlmResponse:
+        stream = await self.client().messages.create(**self.payload(request), stream=True)
+        text: list[str] = []
+        blocks: dict[int, dict[str, Any]] = {}
+        input_tokens = output_tokens = 0
+        stop: str | None = None
+        model: str | None = None
+        async for event in stream:
+            kind = event.type
+            if kind == "message_start":
+                model = event.message.model
+                input_tokens = event.message.usage.input_tokens or 0
+                output_tokens = event.message.usage.output_tokens or 0
+            elif kind == "content_block_start":
+                block = event.content_block
+                if block.type == "tool_use":
+                    blocks[event.index] = {"id": block.id, "name": block.name, "json": ""}
+            elif kind == "content_block_delta":
+                delta = event.delta
+                if delta.type == "text_delta":
+                    text.append(delta.text)
+                elif delta.type == "input_json_delta":
+                    blocks[event.index]["json"] += delta.partial_json
+            elif kind == "message_delta":
+                stop = event.delta.stop_reason or stop
+                if event.usage and event.usage.output_tokens is not None:
+                    output_tokens = event.usage.output_tokens
+        calls = []
+        for index in sorted(blocks):
+            b = blocks[index]
+            args, err = parse_arguments(b["json"] or "{}")
+            calls.append(ToolCallRequest(b["id"], b["name"], args, err))
+        return LlmResponse("".join(text), tuple(calls), input_tokens, output_tokens, stop, model)

@@ -1,0 +1,162 @@
+"""The ``mock`` provider: deterministic scripted turns for tests, demos and evals.
+
+A script is a list of entries, replayed in order (judge calls use ``judge_turns``):
+
+- ``"text"``: a plain text reply;
+- ``{"text": ..., "tool_calls": [{"name", "arguments", "id"?}], "usage": {...}}``:
+  native tool calls and token usage (``input_tokens`` / ``output_tokens``);
+- ``{"text_tool_calls": [{"name", "arguments"}]}``: tool calls rendered as
+  ``<tool_call>`` tags in the text (text-mode);
+- ``{"error": {"category", "message", "status_code"?, "retryable"?}}``: a provider error;
+- a callable ``(LlmRequest) -> entry`` for replies that depend on the request.
+
+Scripts load from JSON or YAML fixtures with :meth:`MockProvider.from_file`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .base import LlmRequest, LlmResponse, ProviderError, ToolCallRequest
+
+Entry = str | Mapping[str, Any] | LlmResponse | Callable[[LlmRequest], Any]
+
+
+def render_text_tool_call(name: str, arguments: Mapping[str, Any]) -> str:
+    """The ``<tool_call>`` text form of one call."""
+    return "<tool_call>" + json.dumps({"name": name, "arguments": dict(arguments)}) + "</tool_call>"
+
+
+def _estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4) if text else 0
+
+
+class MockProvider:
+    """Replays scripted turns. ``requests`` records every request it was sent."""
+
+    name = "mock"
+
+    def __init__(
+        self,
+        turns: Sequence[Entry] | None = None,
+        *,
+        judge_turns: Sequence[Entry] | None = None,
+        default: Entry | None = None,
+        cycle: bool = False,
+    ) -> None:
+        self.turns: list[Entry] = list(turns or [])
+        self.judge_turns: list[Entry] = list(judge_turns or [])
+        self.default = default
+        self.cycle = cycle
+        self.requests: list[LlmRequest] = []
+        self._index = 0
+        self._judge_index = 0
+        self._ids = 0
+
+    @classmethod
+    def from_file(cls, path: str | Path, **kwargs: Any) -> MockProvider:
+        """Load ``{"turns": [...], "judge_turns": [...]}`` (or a bare list) from JSON/YAML."""
+        text = Path(path).read_text(encoding="utf-8")
+        if str(path).endswith((".yaml", ".yml")):
+            import yaml
+
+            data: Any = yaml.safe_load(text)
+        else:
+            data = json.loads(text)
+        if isinstance(data, list):
+            data = {"turns": data}
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a list of turns or an object with 'turns'")
+        return cls(
+            data.get("turns"),
+            judge_turns=data.get("judge_turns"),
+            default=data.get("default"),
+            cycle=bool(data.get("cycle", False)),
+            **kwargs,
+        )
+
+    @property
+    def remaining(self) -> int:
+        return len(self.turns) - self._index
+
+    def _next(self, request: LlmRequest) -> Entry:
+        if request.purpose == "judge":
+            if not self.judge_turns:
+                return '{"verdict": "done", "reasoning": "mock judge default"}'
+            entry = self.judge_turns[min(self._judge_index, len(self.judge_turns) - 1)]
+            self._judge_index += 1
+            return entry
+        if self._index < len(self.turns):
+            entry = self.turns[self._index]
+            self._index += 1
+            return entry
+        if self.cycle and self.turns:
+            entry = self.turns[self._index % len(self.turns)]
+            self._index += 1
+            return entry
+        if self.default is not None:
+            return self.default
+        if not self.turns:
+            return "mock response"
+        raise ProviderError(
+            f"mock script exhausted after {len(self.turns)} turn(s)",
+            category="scripted",
+            reason="script_exhausted",
+            retryable=False,
+            provider="mock",
+        )
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        self.requests.append(request)
+        entry = self._next(request)
+        if callable(entry) and not isinstance(entry, LlmResponse):
+            entry = entry(request)
+        return self._response(entry, request)
+
+    def _response(self, entry: Any, request: LlmRequest) -> LlmResponse:
+        if isinstance(entry, LlmResponse):
+            return entry
+        if isinstance(entry, str):
+            entry = {"text": entry}
+        if not isinstance(entry, Mapping):
+            raise TypeError(f"mock turn: expected a string or a dict, got {type(entry).__name__}")
+        if "error" in entry:
+            err = entry["error"]
+            if isinstance(err, str):
+                err = {"message": err}
+            raise ProviderError(
+                str(err.get("message", "scripted error")),
+                category=str(err.get("category", "server")),
+                reason=err.get("reason"),
+                kind=err.get("kind", "MockProviderError"),
+                status_code=err.get("status_code"),
+                retryable=err.get("retryable"),
+                provider="mock",
+            )
+        text = str(entry.get("text", ""))
+        for call in entry.get("text_tool_calls", ()):
+            text += render_text_tool_call(call["name"], call.get("arguments", {}))
+        calls: list[ToolCallRequest] = []
+        for call in entry.get("tool_calls", ()):
+            self._ids += 1
+            calls.append(
+                ToolCallRequest(
+                    id=str(call.get("id") or f"call_{self._ids}"),
+                    name=str(call["name"]),
+                    arguments=dict(call.get("arguments") or {}),
+                )
+            )
+        usage = entry.get("usage") or {}
+        last = request.messages[-1] if request.messages else {}
+        prompt_chars = len(str(last.get("content") or ""))
+        return LlmResponse(
+            text=text,
+            tool_calls=tuple(calls),
+            input_tokens=int(usage.get("input_tokens", prompt_chars // 4)),
+            output_tokens=int(usage.get("output_tokens", _estimate_tokens(text))),
+            finish_reason="tool_calls" if calls else "stop",
+            model=request.model or "mock",
+        )

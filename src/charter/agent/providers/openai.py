@@ -1,0 +1,218 @@
+"""The ``openai`` provider: Chat Completions (JSON or SSE streaming) and Responses.
+
+Any OpenAI-compatible base URL works (Ollama, vLLM, llama.cpp servers). The SDK is
+imported on first use; pass ``http_client`` (an ``httpx2.AsyncClient``) to inject one.
+SDK retries are off: retries belong to the loop's ``llm_caller`` (``with_retry``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ._errors import parse_arguments, sdk_error
+from .base import LlmRequest, LlmResponse, ToolCallRequest
+
+
+class OpenAIProvider:
+    def __init__(
+        self,
+        *,
+        name: str = "openai",
+        api_key: str | None = None,
+        base_url: str | None = None,
+        http_client: Any = None,
+        api: str = "chat",
+        stream: bool = False,
+        timeout: float = 120.0,
+        default_model: str = "gpt-5-mini",
+    ) -> None:
+        if api not in ("chat", "responses"):
+            raise ValueError("api must be 'chat' or 'responses'")
+        self.name = name
+        self.api_key = api_key
+        self.base_url = base_url
+        self.http_client = http_client
+        self.api = api
+        self.stream = stream
+        self.timeout = timeout
+        self.default_model = default_model
+        self._client: Any = None
+
+    def client(self) -> Any:
+        if self._client is None:
+            import openai
+
+            self._client = openai.AsyncOpenAI(
+                api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or "unset",
+                base_url=self.base_url or os.environ.get("OPENAI_BASE_URL"),
+                http_client=self.http_client,
+                max_retries=0,
+                timeout=self.timeout,
+            )
+        return self._client
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        import openai
+
+        try:
+            if self.api == "responses":
+                return await self._responses(request)
+            if self.stream:
+                return await self._chat_stream(request)
+            return await self._chat(request)
+        except Exception as exc:
+            raise sdk_error(exc, self.name, openai) from exc
+
+    # -- Chat Completions ------------------------------------------------------------
+
+    def _chat_payload(self, request: LlmRequest) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        for m in request.messages:
+            role = m["role"]
+            if role == "tool":
+                messages.append(
+                    {"role": "tool", "tool_call_id": m["tool_call_id"], "content": m["content"]}
+                )
+            elif role == "assistant" and m.get("tool_calls"):
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": m.get("content") or None,
+                        "tool_calls": [
+                            {
+                                "id": c["id"],
+                                "type": "function",
+                                "function": {
+                                    "name": c["name"],
+                                    "arguments": json.dumps(c["arguments"]),
+                                },
+                            }
+                            for c in m["tool_calls"]
+                        ],
+                    }
+                )
+            else:
+                messages.append({"role": role, "content": m.get("content") or ""})
+        payload: dict[str, Any] = {
+            "model": request.model or self.default_model,
+            "messages": messages,
+        }
+        if request.tools:
+            payload["tools"] = [{"type": "function", "function": t} for t in request.tools]
+            if request.tool_choice:
+                payload["tool_choice"] = request.tool_choice
+        for key in ("temperature", "max_tokens", "reasoning_effort"):
+            if key in request.options:
+                payload[key] = request.options[key]
+        return payload
+
+    async def _chat(self, request: LlmRequest) -> LlmResponse:
+        completion = await self.client().chat.completions.create(**self._chat_payload(request))
+        choice = completion.choices[0]
+        message = choice.message
+        calls = []
+        for call in message.tool_calls or []:
+            args, err = parse_arguments(call.function.arguments)
+            calls.append(ToolCallRequest(call.id, call.function.name, args, err))
+        usage = completion.usage
+        return LlmResponse(
+            text=message.content or "",
+            tool_calls=tuple(calls),
+            input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            output_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            finish_reason=choice.finish_reason,
+            model=completion.model,
+        )
+
+    async def _chat_stream(self, request: LlmRequest) -> LlmResponse:
+        payload = self._chat_payload(request)
+        stream = await self.client().chat.completions.create(
+            **payload, stream=True, stream_options={"include_usage": True}
+        )
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        input_tokens = output_tokens = 0
+        finish: str | None = None
+        model: str | None = None
+        async for chunk in stream:
+            model = chunk.model or model
+            if chunk.usage:
+                input_tokens = chunk.usage.prompt_tokens or 0
+                output_tokens = chunk.usage.completion_tokens or 0
+            for choice in chunk.choices:
+                delta = choice.delta
+                if delta.content:
+                    text.append(delta.content)
+                for tc in delta.tool_calls or []:
+                    slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
+                    if tc.id:
+                        slot["id"] = tc.id
+                    if tc.function and tc.function.name:
+                        slot["name"] += tc.function.name
+                    if tc.function and tc.function.arguments:
+                        slot["arguments"] += tc.function.arguments
+                finish = choice.finish_reason or finish
+        out = []
+        for index in sorted(calls):
+            slot = calls[index]
+            args, err = parse_arguments(slot["arguments"])
+            out.append(ToolCallRequest(slot["id"] or f"call_{index}", slot["name"], args, err))
+        return LlmResponse("".join(text), tuple(out), input_tokens, output_tokens, finish, model)
+
+    # -- Responses -------------------------------------------------------------------
+
+    async def _responses(self, request: LlmRequest) -> LlmResponse:
+        items: list[dict[str, Any]] = []
+        for m in request.messages:
+            role = m["role"]
+            if role == "tool":
+                items.append(
+                    {
+                        "type": "function_call_output",
+                        "call_id": m["tool_call_id"],
+                        "output": m["content"],
+                    }
+                )
+                continue
+            if m.get("content"):
+                items.append({"role": role, "content": m["content"]})
+            for c in m.get("tool_calls") or []:
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": c["id"],
+                        "name": c["name"],
+                        "arguments": json.dumps(c["arguments"]),
+                    }
+                )
+        payload: dict[str, Any] = {"model": request.model or self.default_model, "input": items}
+        if request.system:
+            payload["instructions"] = request.system
+        if request.tools:
+            payload["tools"] = [{"type": "function", **t} for t in request.tools]
+            if request.tool_choice:
+                payload["tool_choice"] = request.tool_choice
+        response = await self.client().responses.create(**payload)
+        text: list[str] = []
+        calls = []
+        for item in response.output or []:
+            if item.type == "message":
+                for part in item.content or []:
+                    if getattr(part, "type", None) == "output_text":
+                        text.append(part.text)
+            elif item.type == "function_call":
+                args, err = parse_arguments(item.arguments)
+                calls.append(ToolCallRequest(item.call_id, item.name, args, err))
+        usage = response.usage
+        return LlmResponse(
+            text="".join(text),
+            tool_calls=tuple(calls),
+            input_tokens=getattr(usage, "input_tokens", 0) or 0,
+            output_tokens=getattr(usage, "output_tokens", 0) or 0,
+            finish_reason=getattr(response, "status", None),
+            model=response.model,
+        )

@@ -1,0 +1,323 @@
+"""``charter persona list|check|inspect|schema``.
+
+The :data:`persona` group is meant to be extended: other modules ``persona.add_command``
+their own commands and use :func:`manifest_option` / :func:`load_selected` so that
+``--manifest`` works before or after the sub-command everywhere.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from charter.cli._common import EXIT_FAILED, emit_json
+
+if TYPE_CHECKING:
+    from charter.manifest import Manifest, Persona
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_META_KEY = "charter.manifest"
+
+
+def _remember(ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    # The innermost --manifest wins: a sub-command's option overrides the group's.
+    if value is not None:
+        ctx.meta[_META_KEY] = value
+    return value
+
+
+def manifest_option(func: F) -> F:
+    """``--manifest PATH`` on a sub-command (also accepted on the ``persona`` group)."""
+    return click.option(
+        "--manifest",
+        metavar="PATH",
+        expose_value=False,
+        callback=_remember,
+        help="charter.toml, a persona file or folder, or a directory holding one.",
+    )(func)
+
+
+def selected_manifest(ctx: click.Context) -> str | None:
+    """The ``--manifest`` given anywhere on the command line (or CHARTER_MANIFEST)."""
+    value = ctx.meta.get(_META_KEY)
+    return value if isinstance(value, str) else None
+
+
+def load_selected(ctx: click.Context, *, include_global: bool = True) -> Manifest:
+    """Load the manifest ``--manifest`` selects, or the one discovered from the cwd."""
+    from charter.manifest import load_manifest
+
+    return load_manifest(selected_manifest(ctx), include_global=include_global)
+
+
+def report_errors(manifest: Manifest, as_json: bool) -> None:
+    """Print every validation error (JSON on stdout, text on stderr) and exit 1."""
+    from charter.manifest import manifest_to_dict
+
+    if as_json:
+        emit_json(manifest_to_dict(manifest))
+    else:
+        for err in manifest.errors:
+            click.echo(f"error: {err}", err=True)
+        n = len(manifest.errors)
+        click.echo(f"{n} error{'s' if n != 1 else ''} in persona manifests", err=True)
+    sys.exit(EXIT_FAILED)
+
+
+def require_persona(manifest: Manifest, name: str, as_json: bool) -> Persona:
+    """The persona ``name``, or a clear error listing the known names (exit 1)."""
+    persona = manifest.get(name)
+    if persona is not None:
+        return persona
+    known = ", ".join(manifest.names) or "none"
+    message = f"unknown persona {name!r}; known personas: {known}"
+    if as_json:
+        emit_json(
+            {
+                "ok": False,
+                "manifest_path": manifest.manifest_path,
+                "errors": [
+                    {
+                        "manifest_path": manifest.manifest_path,
+                        "field_path": "",
+                        "message": message,
+                        "line": None,
+                        "column": None,
+                    }
+                ],
+            }
+        )
+    else:
+        click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_FAILED)
+
+
+@click.group()
+@click.option(
+    "--manifest",
+    metavar="PATH",
+    envvar="CHARTER_MANIFEST",
+    expose_value=False,
+    callback=_remember,
+    help="charter.toml, a persona file or folder, or a directory holding one "
+    "(default: the nearest charter.toml up to the repository root).",
+)
+def persona() -> None:
+    """Validate and inspect personas (charter.toml, persona files, .personas/ folders)."""
+
+
+@persona.command("list")
+@manifest_option
+@click.option("--json", "as_json", is_flag=True, help="Print stable JSON.")
+@click.pass_context
+def list_cmd(ctx: click.Context, as_json: bool) -> None:
+    """List the personas (validating them first)."""
+    from charter.manifest import manifest_to_dict
+
+    manifest = load_selected(ctx)
+    if manifest.errors:
+        report_errors(manifest, as_json)
+    if as_json:
+        emit_json(manifest_to_dict(manifest))
+        return
+    if not manifest.personas:
+        click.echo("no personas found (run `charter init` to create a charter.toml)", err=True)
+        return
+    rows = [("NAME", "AUTONOMY", "RECEIPTS", "SOURCE")]
+    for p in manifest.personas:
+        kinds = "+".join(dict.fromkeys(s.kind for s in p.sources if not s.shadowed))
+        rows.append((p.name, p.autonomy_tier.value, p.receipt_policy.value, kinds))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for row in rows:
+        click.echo(
+            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
+        )
+
+
+@persona.command("check")
+@click.argument("path", required=False)
+@manifest_option
+@click.option("--json", "as_json", is_flag=True, help="Print stable JSON.")
+@click.pass_context
+def check_cmd(ctx: click.Context, path: str | None, as_json: bool) -> None:
+    """Validate personas; exit 1 listing every error.
+
+    PATH (a charter.toml, persona file or folder, or a directory) checks exactly that
+    project; without it the personas the other commands see are checked, including
+    CHARTER_PERSONA_PATHS and ~/.personas.
+    """
+    from charter.manifest import load_manifest
+
+    manifest = load_manifest(path, include_global=False) if path is not None else load_selected(ctx)
+    if manifest.errors:
+        report_errors(manifest, as_json)
+    if manifest.manifest_path is None and not manifest.personas:
+        message = (
+            "no charter.toml found (searched from the current directory up to the repository "
+            "root) and no persona folders"
+        )
+        if as_json:
+            emit_json(
+                {
+                    "ok": False,
+                    "manifest_path": None,
+                    "errors": [
+                        {
+                            "manifest_path": None,
+                            "field_path": "",
+                            "message": message,
+                            "line": None,
+                            "column": None,
+                        }
+                    ],
+                }
+            )
+        else:
+            click.echo(f"error: {message}", err=True)
+        sys.exit(EXIT_FAILED)
+    if as_json:
+        emit_json(
+            {
+                "ok": True,
+                "manifest_path": manifest.manifest_path,
+                "personas": list(manifest.names),
+                "handoff_routes": [r.id for r in manifest.handoff_routes],
+                "triggers": [t.id for t in manifest.triggers],
+            }
+        )
+        return
+    n = len(manifest.personas)
+    where = manifest.manifest_path or "persona folders"
+    click.echo(f"ok: {n} persona{'s' if n != 1 else ''} in {where}: {', '.join(manifest.names)}")
+
+
+@persona.command("inspect")
+@click.argument("name")
+@manifest_option
+@click.option("--json", "as_json", is_flag=True, help="Print stable JSON.")
+@click.pass_context
+def inspect_cmd(ctx: click.Context, name: str, as_json: bool) -> None:
+    """Show one persona: contract, effective policy and where each part came from."""
+    from charter.manifest import persona_to_dict
+
+    manifest = load_selected(ctx)
+    if manifest.errors:
+        report_errors(manifest, as_json)
+    persona_obj = require_persona(manifest, name, as_json)
+    data = persona_to_dict(persona_obj, manifest)
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(render_persona(data))
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) if value else "-"
+    if isinstance(value, dict):
+        parts = [f"{k}={_fmt(v)}" for k, v in value.items() if v not in (None, [], {})]
+        return ", ".join(parts) if parts else "-"
+    return str(value)
+
+
+def render_persona(data: dict[str, Any]) -> str:
+    """Plain text for ``persona inspect``."""
+    from charter.policy import render_effective
+
+    lines = [f"{data['name']} {data['version'] or ''}".rstrip(), f"  {data['description']}", ""]
+    for key in (
+        "owner",
+        "entry_workflow",
+        "autonomy_tier",
+        "receipt_policy",
+        "tools",
+        "capabilities",
+        "triggers",
+        "schedules",
+        "handoffs",
+        "context_packs",
+        "evals",
+        "budget",
+        "model_policy",
+        "rollout_policy",
+        "package_source",
+    ):
+        lines.append(f"{key + ':':<16} {_fmt(data[key])}")
+    if data["stages"]:
+        lines.append("stages:")
+        for s in data["stages"]:
+            tools = "inherit" if s["allowed_tools"] is None else _fmt(s["allowed_tools"]) or "none"
+            extra = f", on_exit {_fmt(s['on_exit'])}" if s["on_exit"] else ""
+            lines.append(
+                f"  {s['name']}: tools {tools}; level {s['side_effect_level'] or 'inherit'}{extra}"
+            )
+    for route in data.get("handoff_routes", []):
+        steps = "; ".join(f"{st['target']} when {st['when']}" for st in route["route"])
+        lines.append(f"handoff route {route['id']}: {steps}")
+    bindings = data.get("trigger_bindings", [])
+    if bindings:
+        lines.append(
+            "trigger bindings: "
+            + ", ".join(f"{b['provider']}.{b['event']} ({b['source']})" for b in bindings)
+        )
+    if data["instructions"]:
+        ins = data["instructions"]
+        files = [ins["agents_md"], ins["claude_md"], ins["gemini_md"], ins["persona_json"]]
+        lines.append("instructions:   " + ", ".join(f for f in files if f))
+    lines.append("sources (first owns the contract):")
+    for src in data["sources"]:
+        where = f" {src['field_path']}" if src["field_path"] else ""
+        origin = f" [{src['origin']}]" if src["origin"] else ""
+        state = " (shadowed)" if src["shadowed"] else ""
+        lines.append(f"  {src['kind']}: {src['path']}{where}{origin} -> {src['provides']}{state}")
+    roots = data.get("persona_roots", [])
+    if roots:
+        lines.append(
+            "persona folder precedence: " + ", ".join(f"{r['path']} [{r['origin']}]" for r in roots)
+        )
+    lines.append("")
+    lines.append("effective policy:")
+    lines.extend("  " + line for line in render_effective(data["effective_policy"]).splitlines())
+    return "\n".join(lines)
+
+
+@persona.command("schema")
+@click.option(
+    "--kind",
+    type=click.Choice(["manifest", "persona"]),
+    default="manifest",
+    show_default=True,
+    help="charter.toml, or a standalone persona file.",
+)
+def schema_cmd(kind: str) -> None:
+    """Print the JSON Schema of charter.toml (for editor completion and checking)."""
+    from charter.manifest import manifest_schema
+
+    emit_json(manifest_schema(kind))
+
+
+__all__ = [
+    "load_selected",
+    "manifest_option",
+    "persona",
+    "render_persona",
+    "report_errors",
+    "require_persona",
+    "selected_manifest",
+]
+
+
+def _register_runtime_commands() -> None:
+    # The runtime's commands (status, tick, trigger, ...) live in their own module.
+    from charter.cli.persona_runtime_cmd import register
+
+    register(persona)
+
+
+_register_runtime_commands()

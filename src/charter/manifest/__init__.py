@@ -1,0 +1,74 @@
+"""charter.manifest: personas from charter.toml, persona files and ``.personas/`` folders.
+
+Every source produces the same typed :class:`Persona`. :func:`load_manifest` finds and
+validates everything and never raises for bad input: each problem is a
+:class:`ManifestError` ``{manifest_path, field_path, message}`` in ``Manifest.errors``.
+"""
+
+from .capabilities import DEFAULT_HOST_CAPABILITIES, CapabilitySurface
+from .cron import cron_error, next_fire
+from .discovery import FOLDER_ROOT_NAME, MANIFEST_NAME, PATHS_ENV, find_manifest
+from .errors import ManifestError
+from .folders import FOLDER_AUTONOMY, FOLDER_ENTRY_WORKFLOW, FOLDER_RECEIPTS
+from .loader import load_manifest
+from .model import (
+    Budget,
+    HandoffRoute,
+    Instructions,
+    Manifest,
+    ModelPolicy,
+    PackageSource,
+    Persona,
+    PersonaSource,
+    RolloutPolicy,
+    RouteStep,
+    Stage,
+    StageExit,
+    TriggerBinding,
+    TriggerSpec,
+)
+from .render import manifest_to_dict, persona_to_dict
+from .schema import manifest_schema
+from .spec import BUILTIN_PREDICATES, ROLLOUT_MODES, AutonomyTier, ReceiptPolicy
+from .syntax import EntryWorkflow, HandoffTarget, TriggerName, parse_target
+
+__all__ = [
+    "BUILTIN_PREDICATES",
+    "DEFAULT_HOST_CAPABILITIES",
+    "FOLDER_AUTONOMY",
+    "FOLDER_ENTRY_WORKFLOW",
+    "FOLDER_RECEIPTS",
+    "FOLDER_ROOT_NAME",
+    "MANIFEST_NAME",
+    "PATHS_ENV",
+    "ROLLOUT_MODES",
+    "AutonomyTier",
+    "Budget",
+    "CapabilitySurface",
+    "EntryWorkflow",
+    "HandoffRoute",
+    "HandoffTarget",
+    "Instructions",
+    "Manifest",
+    "ManifestError",
+    "ModelPolicy",
+    "PackageSource",
+    "Persona",
+    "PersonaSource",
+    "ReceiptPolicy",
+    "RolloutPolicy",
+    "RouteStep",
+    "Stage",
+    "StageExit",
+    "TriggerBinding",
+    "TriggerName",
+    "TriggerSpec",
+    "cron_error",
+    "find_manifest",
+    "load_manifest",
+    "manifest_schema",
+    "manifest_to_dict",
+    "next_fire",
+    "parse_target",
+    "persona_to_dict",
+]

@@ -1,0 +1,278 @@
+"""The typed persona model every source (charter.toml, persona files, folders) produces."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+from charter.policy import Frame, Policy, Rules, SideEffectLevel
+
+from .errors import ManifestError
+from .spec import AutonomyTier, ReceiptPolicy
+from .syntax import EntryWorkflow, HandoffTarget, TriggerName
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Ceilings; ``None`` means no ceiling of that kind."""
+
+    daily_usd: float | None = None
+    hourly_usd: float | None = None
+    run_usd: float | None = None
+    max_tokens: int | None = None
+    frontier_escalations: int | None = None
+    max_runtime_seconds: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPolicy:
+    default_model: str | None = None
+    escalation_model: str | None = None
+    fallback_models: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutPolicy:
+    mode: str | None = None
+    percentage: float | None = None
+    cohorts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PackageSource:
+    package: str | None = None
+    version: str | None = None
+    path: str | None = None
+    git: str | None = None
+    rev: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StageExit:
+    on_complete: str | None = None
+    on_failure: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """A workflow step with its own tool surface (seed 000)."""
+
+    name: str
+    allowed_tools: tuple[str, ...] | None = None
+    side_effect_level: SideEffectLevel | None = None
+    max_iterations: int | None = None
+    on_exit: StageExit | None = None
+
+    def policy(self, persona: str | None = None) -> Policy:
+        """The frame pushed while the stage runs (intersects with the persona's frame)."""
+        tools = Rules((self.allowed_tools,)) if self.allowed_tools is not None else Rules()
+        label = f"{persona}/{self.name}" if persona else self.name
+        return Policy(tools=tools, side_effect_level=self.side_effect_level, name=label)
+
+
+SourceKind = Literal["manifest", "persona_file", "folder"]
+
+
+@dataclass(frozen=True, slots=True)
+class PersonaSource:
+    """Where (part of) a persona came from, and what that source contributes."""
+
+    kind: SourceKind
+    path: str
+    field_path: str = ""
+    provides: str = "operational contract"
+    shadowed: bool = False
+    origin: str = ""  # for folders: "project", "CHARTER_PERSONA_PATHS" or "home"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "field_path": self.field_path or None,
+            "provides": self.provides,
+            "origin": self.origin or None,
+            "shadowed": self.shadowed,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Instructions:
+    """A persona folder's instruction files and persona.json extras (seed 004)."""
+
+    folder: str
+    agents_md: str
+    claude_md: str | None = None
+    gemini_md: str | None = None
+    persona_json: str | None = None
+    defaults: dict[str, Any] = field(default_factory=dict)
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+
+    def file_for(self, tool: str) -> str:
+        """The instruction file a CLI reads: CLAUDE.md / GEMINI.md when present, else AGENTS.md."""
+        key = tool.strip().lower()
+        if key in ("claude", "claude-code") and self.claude_md:
+            return self.claude_md
+        if key in ("gemini", "gemini-cli") and self.gemini_md:
+            return self.gemini_md
+        return self.agents_md
+
+
+@dataclass(frozen=True)
+class Persona:
+    """One persona, whatever it was declared in. Enum fields hold canonical values."""
+
+    name: str
+    description: str
+    entry_workflow: EntryWorkflow
+    autonomy_tier: AutonomyTier
+    receipt_policy: ReceiptPolicy
+    version: str | None = None
+    tools: tuple[str, ...] | None = None
+    capabilities: tuple[str, ...] | None = None
+    triggers: tuple[TriggerName, ...] = ()
+    schedules: tuple[str, ...] = ()
+    handoffs: tuple[HandoffTarget, ...] = ()
+    context_packs: tuple[str, ...] = ()
+    evals: tuple[str, ...] = ()
+    owner: str | None = None
+    budget: Budget = Budget()
+    model_policy: ModelPolicy = ModelPolicy()
+    rollout_policy: RolloutPolicy = RolloutPolicy()
+    package_source: PackageSource | None = None
+    stages: tuple[Stage, ...] = ()
+    policy: Policy | None = None
+    folder_policy: Policy | None = None
+    instructions: Instructions | None = None
+    sources: tuple[PersonaSource, ...] = ()
+
+    @property
+    def manifest_source(self) -> str | None:
+        """The file that owns the operational contract (first non-shadowed source)."""
+        for source in self.sources:
+            if not source.shadowed:
+                return source.path
+        return None
+
+    @cached_property
+    def effective_policy(self) -> Policy:
+        """tools + capabilities + the ``policy`` table + the folder's policy, intersected."""
+        base = Policy(
+            tools=Rules((self.tools,)) if self.tools is not None else Rules(),
+            capabilities=Rules((self.capabilities,)) if self.capabilities is not None else Rules(),
+        )
+        for extra in (self.policy, self.folder_policy):
+            if extra is not None:
+                base = base.intersect(extra)
+        return dataclasses.replace(base, name=f"persona:{self.name}")
+
+    def frame(self) -> Frame:
+        """The persona's frame for the execution-policy stack."""
+        return Frame(self.effective_policy, f"persona:{self.name}", "persona")
+
+    def stage(self, name: str) -> Stage | None:
+        return next((s for s in self.stages if s.name == name), None)
+
+    def stage_frame(self, name: str) -> Frame:
+        """The frame pushed while stage ``name`` runs; ``KeyError`` for an unknown stage."""
+        stage = self.stage(name)
+        if stage is None:
+            raise KeyError(name)
+        return Frame(stage.policy(self.name), f"stage:{self.name}/{name}", "stage", stage=name)
+
+
+@dataclass(frozen=True, slots=True)
+class RouteStep:
+    target: HandoffTarget
+    when: str = "always"
+    policy_override: Policy | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffRoute:
+    """``[[handoff_routes]]``: where a persona's handoffs of a kind may go, in order."""
+
+    id: str
+    from_persona: str
+    route: tuple[RouteStep, ...]
+    kind: str | None = None
+    custom_predicates: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerSpec:
+    """An explicit ``[[triggers]]`` registration."""
+
+    id: str
+    kind: str
+    handler: HandoffTarget
+    provider: str | None = None
+    events: tuple[str, ...] = ()
+    metadata: dict[str, str] = field(default_factory=dict)
+    schedule: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TriggerBinding:
+    """A normalised (provider, event) -> persona registration, from either declaration form."""
+
+    provider: str
+    event: str
+    persona: str
+    source: str  # "persona" (the persona's triggers list) or the [[triggers]] id
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "event": self.event,
+            "handler": f"persona://{self.persona}",
+            "handler_kind": "persona",
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """Everything resolved for one project: personas, routes, triggers, and all errors."""
+
+    manifest_path: str | None
+    personas: tuple[Persona, ...] = ()
+    handoff_routes: tuple[HandoffRoute, ...] = ()
+    triggers: tuple[TriggerSpec, ...] = ()
+    errors: tuple[ManifestError, ...] = ()
+    persona_roots: tuple[tuple[str, str], ...] = ()  # (directory, origin), precedence order
+    root: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.personas)
+
+    def get(self, name: str) -> Persona | None:
+        """The persona called ``name``, if any."""
+        return next((p for p in self.personas if p.name == name), None)
+
+    def routes_from(self, name: str) -> tuple[HandoffRoute, ...]:
+        return tuple(r for r in self.handoff_routes if r.from_persona == name)
+
+    def trigger_bindings(self, name: str | None = None) -> tuple[TriggerBinding, ...]:
+        """Every (provider, event) -> persona binding, optionally for one persona."""
+        out: list[TriggerBinding] = []
+        for persona in self.personas:
+            if name is None or persona.name == name:
+                out.extend(
+                    TriggerBinding(t.provider, t.event, persona.name, "persona")
+                    for t in persona.triggers
+                )
+        for trig in self.triggers:
+            if trig.handler.kind != "persona" or (name is not None and trig.handler.value != name):
+                continue
+            out.extend(
+                TriggerBinding(trig.provider or trig.kind, event, trig.handler.value, trig.id)
+                for event in trig.events
+            )
+        return tuple(out)

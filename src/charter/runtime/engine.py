@@ -1,0 +1,766 @@
+"""``PersonaRuntime``: admits work under leases and budgets and records it in the log.
+
+Every operation runs inside one exclusive write transaction of the log: the persona's
+state is loaded (snapshot + tail), the decision is made, the events are appended and the
+new snapshot saved before commit. A killed process therefore leaves either all of an
+operation's events and its snapshot, or none of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+from .budget import check_budget
+from .clock import add_seconds, ensure_utc, format_time, parse_time
+from .events import Event, Kind, NewEvent
+from .ids import EventIds, IdFactory
+from .log import EventLog, LogTransaction
+from .projection import StatusProjection, load_state, save_state
+from .receipts import ControlReceipt, LeaseInfo, ReceiptStatus, RunReceipt
+from .spec import HandoffRoute, PersonaRuntimeSpec
+from .state import PersonaState, apply
+from .status import PersonaStatus, lifecycle, live_leases, render_status
+from .triggers import NormalizedTrigger, declares_trigger, normalize_trigger
+
+T = TypeVar("T")
+
+
+class RuntimeError_(Exception):
+    """Base class for refusals that are the caller's fault (bad input, unknown names)."""
+
+
+class UnknownPersonaError(RuntimeError_):
+    pass
+
+
+class UndeclaredTriggerError(RuntimeError_):
+    pass
+
+
+class UnknownRunError(RuntimeError_):
+    pass
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One unit of work offered to a persona."""
+
+    work_key: str
+    source: str  # "schedule" | "trigger" | "handoff" | "queue"
+    cost_usd: float = 0.0
+    tokens: int = 0
+    provider: str | None = None
+    kind: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+    handoff_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.work_key:
+            raise RuntimeError_("work needs a work key")
+        if self.cost_usd < 0 or self.tokens < 0:
+            raise RuntimeError_("cost and tokens must be >= 0")
+
+    def payload(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "work_key": self.work_key,
+            "source": self.source,
+            "cost_usd": self.cost_usd,
+            "tokens": self.tokens,
+        }
+        if self.provider:
+            out.update(provider=self.provider, kind=self.kind, metadata=self.metadata)
+        if self.handoff_id:
+            out["handoff_id"] = self.handoff_id
+        return out
+
+
+class Batch:
+    """Events of one transaction, applied to the in-memory states as they are emitted."""
+
+    def __init__(
+        self,
+        txn: LogTransaction,
+        runtime: PersonaRuntime,
+        at: datetime,
+    ) -> None:
+        self.txn = txn
+        self.runtime = runtime
+        self.at = at
+        self.next_id = txn.last_event_id() + 1
+        self.events: list[Event] = []
+        self.pending: list[NewEvent] = []
+        self.states: dict[str, PersonaState] = {}
+
+    def state(self, persona: str) -> PersonaState:
+        if persona not in self.states:
+            self.states[persona] = load_state(self.txn, persona)[0]
+        return self.states[persona]
+
+    def new_id(self, prefix: str) -> str:
+        return self.runtime.ids.new_id(prefix, self.next_id)
+
+    def emit(self, persona: str, kind: str, payload: dict[str, Any]) -> Event:
+        state = self.state(persona)
+        spec = self.runtime.personas.get(persona)
+        new = NewEvent(
+            persona,
+            kind,
+            self.at,
+            payload,
+            actor=self.runtime.actor,
+            persona_version=spec.version if spec else None,
+        )
+        event = Event(
+            self.next_id,
+            self.txn_topic(),
+            persona,
+            kind,
+            new.occurred_at,
+            payload,
+            new.actor,
+            new.persona_version,
+        )
+        self.next_id += 1
+        apply(state, event)
+        self.pending.append(new)
+        self.events.append(event)
+        return event
+
+    def txn_topic(self) -> str:
+        return self.runtime.log.topic
+
+    def commit(self) -> None:
+        if not self.pending:
+            return
+        appended = self.txn.append(self.pending)
+        if [e.event_id for e in appended] != [e.event_id for e in self.events]:
+            raise AssertionError("event ids changed under the write lock")
+        for persona in {e.persona for e in self.events}:
+            save_state(self.txn, self.states[persona])
+
+
+class PersonaRuntime:
+    """The continuous persona runtime over one :class:`EventLog`."""
+
+    def __init__(
+        self,
+        log: EventLog,
+        personas: Mapping[str, PersonaRuntimeSpec] | Iterable[PersonaRuntimeSpec],
+        *,
+        routes: Sequence[HandoffRoute] = (),
+        ids: IdFactory | None = None,
+        holder: str = "charter",
+        actor: str = "charter",
+    ) -> None:
+        self.log = log
+        if isinstance(personas, Mapping):
+            self.personas: dict[str, PersonaRuntimeSpec] = dict(personas)
+        else:
+            self.personas = {p.name: p for p in personas}
+        self.routes = tuple(routes)
+        self.ids: IdFactory = ids or EventIds()
+        self.holder = holder
+        self.actor = actor
+        self.projection = StatusProjection(log)
+
+    # -- helpers -----------------------------------------------------------
+
+    def spec(self, name: str) -> PersonaRuntimeSpec:
+        try:
+            return self.personas[name]
+        except KeyError:
+            known = ", ".join(sorted(self.personas)) or "none"
+            raise UnknownPersonaError(f"unknown persona {name!r} (known: {known})") from None
+
+    def transact(self, at: datetime, body: Callable[[Batch], T]) -> T:
+        """Run ``body`` in one exclusive transaction; its emitted events commit atomically."""
+        at = ensure_utc(at)
+        with self.log.write() as txn:
+            batch = Batch(txn, self, at)
+            result = body(batch)
+            batch.commit()
+            return result
+
+    def _expire(self, batch: Batch, name: str) -> None:
+        """Recover expired leases: ``persona.lease.expired`` precedes any new acquisition."""
+        state = batch.state(name)
+        for lease in sorted(state.leases.values(), key=lambda lease: lease["acquired_at"]):
+            if parse_time(lease["expires_at"]) <= batch.at:
+                batch.emit(
+                    name,
+                    Kind.LEASE_EXPIRED,
+                    {
+                        "lease_id": lease["lease_id"],
+                        "run_id": lease["run_id"],
+                        "work_key": lease["work_key"],
+                        "holder": lease["holder"],
+                        "expired_at": lease["expires_at"],
+                    },
+                )
+
+    # -- queries -----------------------------------------------------------
+
+    def state(self, name: str) -> PersonaState:
+        self.spec(name)
+        return self.projection.state(name)
+
+    def status(self, name: str, *, now: datetime) -> PersonaStatus:
+        return render_status(self.state(name), self.spec(name), ensure_utc(now))
+
+    # -- work --------------------------------------------------------------
+
+    def tick(
+        self,
+        name: str,
+        *,
+        at: datetime,
+        cost_usd: float = 0.0,
+        tokens: int = 0,
+        work_key: str | None = None,
+        hold: bool = False,
+        error: str | None = None,
+    ) -> RunReceipt:
+        """A schedule wake; its work key is ``schedule:<persona>:<minute>`` unless given."""
+        self.spec(name)
+        at = ensure_utc(at)
+        key = work_key or f"schedule:{name}:{at.strftime('%Y-%m-%dT%H:%MZ')}"
+        item = WorkItem(key, "schedule", cost_usd, tokens)
+        return self.submit(name, item, at=at, hold=hold, error=error)
+
+    def trigger(
+        self,
+        name: str,
+        *,
+        provider: str,
+        kind: str | None,
+        at: datetime,
+        metadata: Mapping[str, str] | None = None,
+        payload: Mapping[str, Any] | None = None,
+        cost_usd: float = 0.0,
+        tokens: int = 0,
+        force: bool = False,
+        hold: bool = False,
+        error: str | None = None,
+    ) -> RunReceipt:
+        """An external trigger, normalised to a work key; undeclared kinds need ``force``."""
+        spec = self.spec(name)
+        normalized: NormalizedTrigger = normalize_trigger(provider, kind, metadata, payload=payload)
+        if not force and not declares_trigger(spec.triggers, normalized.provider, normalized.kind):
+            declared = ", ".join(spec.triggers) or "none"
+            raise UndeclaredTriggerError(
+                f"persona {name!r} does not declare trigger "
+                f"{normalized.provider}.{normalized.kind} (declared: {declared}); "
+                "use --force to record it anyway"
+            )
+        item = WorkItem(
+            normalized.work_key,
+            "trigger",
+            cost_usd,
+            tokens,
+            normalized.provider,
+            normalized.kind,
+            normalized.metadata,
+        )
+        return self.submit(name, item, at=at, hold=hold, error=error)
+
+    def submit(
+        self,
+        name: str,
+        item: WorkItem,
+        *,
+        at: datetime,
+        hold: bool = False,
+        error: str | None = None,
+    ) -> RunReceipt:
+        """Offer ``item`` to ``name``: queue, dead-letter, refuse or run it."""
+        self.spec(name)
+        return self.transact(at, lambda b: self._submit(b, name, item, hold, error, False))
+
+    def _wake_kind(self, item: WorkItem) -> str:
+        return Kind.SCHEDULE_FIRED if item.source == "schedule" else Kind.TRIGGER_RECEIVED
+
+    def _receipt(
+        self, batch: Batch, name: str, status: ReceiptStatus, item: WorkItem, first: int, **kw: Any
+    ) -> RunReceipt:
+        ids = tuple(e.event_id for e in batch.events if e.event_id >= first)
+        return RunReceipt(
+            status=status,
+            persona=name,
+            work_key=item.work_key,
+            at=format_time(batch.at),
+            cost_usd=item.cost_usd,
+            tokens=item.tokens,
+            event_ids=ids,
+            **kw,
+        )
+
+    def _submit(
+        self,
+        batch: Batch,
+        name: str,
+        item: WorkItem,
+        hold: bool,
+        error: str | None,
+        from_queue: bool,
+    ) -> RunReceipt:
+        spec = self.spec(name)
+        first = batch.next_id
+        self._expire(batch, name)
+        state = batch.state(name)
+        base = item.payload()
+
+        def dequeue() -> None:
+            if from_queue:
+                batch.emit(name, Kind.WORK_DEQUEUED, {"work_key": item.work_key})
+
+        if state.control == "disabled":
+            batch.emit(name, Kind.DEAD_LETTERED, {**base, "reason": "persona disabled"})
+            dequeue()
+            return self._receipt(
+                batch, name, ReceiptStatus.DEAD_LETTERED, item, first, error="persona is disabled"
+            )
+        if state.control == "paused" and not from_queue:
+            if item.work_key in state.queued_keys():
+                batch.emit(name, Kind.WORK_COALESCED, base)
+                return self._receipt(
+                    batch, name, ReceiptStatus.QUEUED, item, first, detail={"coalesced": True}
+                )
+            batch.emit(name, self._wake_kind(item), base)
+            batch.emit(name, Kind.WORK_QUEUED, {**base, "policy": "queue_then_drain_on_resume"})
+            return self._receipt(
+                batch, name, ReceiptStatus.QUEUED, item, first, detail={"coalesced": False}
+            )
+
+        live = live_leases(state, batch.at)
+        holding = next((lease for lease in live if lease["work_key"] == item.work_key), None)
+        if holding is not None or len(live) >= spec.max_concurrency:
+            reason = "work_key_leased" if holding else "max_concurrency"
+            busy = holding or live[0]
+            batch.emit(
+                name,
+                Kind.LEASE_CONFLICT,
+                {**base, "reason": reason, "held_by": busy["lease_id"], "holder": busy["holder"]},
+            )
+            return self._receipt(
+                batch,
+                name,
+                ReceiptStatus.LEASE_BUSY,
+                item,
+                first,
+                lease=_lease_info(busy),
+                error=f"lease busy ({reason}): {busy['lease_id']} held by {busy['holder']}",
+            )
+
+        done = state.completed.get(item.work_key)
+        if done is not None and parse_time(done["until"]) > batch.at:
+            batch.emit(name, Kind.RUN_DUPLICATE, {**base, "original_run_id": done["run_id"]})
+            dequeue()
+            return self._receipt(
+                batch,
+                name,
+                ReceiptStatus.DUPLICATE,
+                item,
+                first,
+                run_id=done["run_id"],
+                detail={"duplicate_until": done["until"]},
+            )
+
+        refusal = check_budget(
+            spec.budget, state.spend, cost_usd=item.cost_usd, tokens=item.tokens, at=batch.at
+        )
+        if refusal is not None:
+            receipt_id = batch.new_id("budget")
+            batch.emit(
+                name,
+                Kind.BUDGET_EXHAUSTED,
+                {**base, **refusal.to_payload(), "receipt_id": receipt_id},
+            )
+            return self._receipt(
+                batch,
+                name,
+                ReceiptStatus.BUDGET_EXHAUSTED,
+                item,
+                first,
+                budget_receipt_id=receipt_id,
+                exhaustion_reason=refusal.reason,
+                error=f"budget exhausted: {refusal.reason} (limit {refusal.limit:g})",
+            )
+
+        # Admitted: wake + lease + run start are one atomic group.
+        dequeue()
+        if not from_queue:
+            batch.emit(name, self._wake_kind(item), base)
+        run_id = batch.new_id("run")
+        lease_id = batch.new_id("lease")
+        budget_id = batch.new_id("budget")
+        lease = LeaseInfo(
+            lease_id,
+            self.holder,
+            item.work_key,
+            format_time(batch.at),
+            format_time(add_seconds(batch.at, spec.lease_ttl_seconds)),
+        )
+        batch.emit(name, Kind.LEASE_ACQUIRED, {**lease.to_dict(), "run_id": run_id})
+        batch.emit(
+            name,
+            Kind.RUN_STARTED,
+            {**base, "run_id": run_id, "lease_id": lease_id, "budget_receipt_id": budget_id},
+        )
+        if hold:
+            return self._receipt(
+                batch,
+                name,
+                ReceiptStatus.STARTED,
+                item,
+                first,
+                run_id=run_id,
+                lease=lease,
+                budget_receipt_id=budget_id,
+            )
+        self._finish(
+            batch, name, run_id, lease_id, item.work_key, item.cost_usd, item.tokens, error
+        )
+        return self._receipt(
+            batch,
+            name,
+            ReceiptStatus.FAILED if error else ReceiptStatus.COMPLETED,
+            item,
+            first,
+            run_id=run_id,
+            lease=lease,
+            budget_receipt_id=budget_id,
+            error=error,
+        )
+
+    def _finish(
+        self,
+        batch: Batch,
+        name: str,
+        run_id: str,
+        lease_id: str,
+        work_key: str,
+        cost_usd: float,
+        tokens: int,
+        error: str | None,
+    ) -> None:
+        spec = self.spec(name)
+        payload: dict[str, Any] = {
+            "run_id": run_id,
+            "work_key": work_key,
+            "cost_usd": cost_usd,
+            "tokens": tokens,
+        }
+        if error:
+            batch.emit(name, Kind.RUN_FAILED, {**payload, "error": error})
+        else:
+            until = add_seconds(batch.at, spec.duplicate_window_seconds)
+            batch.emit(name, Kind.RUN_COMPLETED, {**payload, "duplicate_until": format_time(until)})
+        batch.emit(name, Kind.LEASE_RELEASED, {"lease_id": lease_id, "run_id": run_id})
+
+    def heartbeat(self, name: str, run_id: str, *, at: datetime) -> LeaseInfo:
+        """Renew a held run's lease (TTL from ``at``); the first heartbeat marks it running."""
+        spec = self.spec(name)
+
+        def body(batch: Batch) -> LeaseInfo:
+            self._expire(batch, name)
+            state = batch.state(name)
+            run = state.runs.get(run_id)
+            lease = state.leases.get(run["lease_id"]) if run else None
+            if run is None or lease is None:
+                raise UnknownRunError(f"{name}: no live run {run_id!r} (finished or expired)")
+            expires = format_time(add_seconds(batch.at, spec.lease_ttl_seconds))
+            batch.emit(
+                name, Kind.LEASE_RENEWED, {"lease_id": lease["lease_id"], "expires_at": expires}
+            )
+            if run["phase"] == "starting":
+                batch.emit(name, Kind.RUN_RUNNING, {"run_id": run_id})
+            return _lease_info(state.leases[lease["lease_id"]])
+
+        return self._commit_or_raise(at, body)
+
+    def _commit_or_raise(self, at: datetime, body: Callable[[Batch], T]) -> T:
+        # Expired-lease recovery must persist even if the body then refuses.
+        captured: list[BaseException] = []
+
+        def guarded(batch: Batch) -> T | None:
+            try:
+                return body(batch)
+            except RuntimeError_ as exc:
+                captured.append(exc)
+                return None
+
+        result = self.transact(at, guarded)
+        if captured:
+            raise captured[0]
+        assert result is not None
+        return result
+
+    def finish_run(
+        self,
+        name: str,
+        run_id: str,
+        *,
+        at: datetime,
+        cost_usd: float = 0.0,
+        tokens: int = 0,
+        error: str | None = None,
+    ) -> RunReceipt:
+        """Complete (or fail) a held run, charging its actual cost and releasing its lease."""
+        self.spec(name)
+
+        def body(batch: Batch) -> RunReceipt:
+            first = batch.next_id
+            self._expire(batch, name)
+            state = batch.state(name)
+            run = state.runs.get(run_id)
+            if run is None:
+                raise UnknownRunError(f"{name}: no live run {run_id!r} (finished or expired)")
+            lease = state.leases[run["lease_id"]]
+            self._finish(
+                batch, name, run_id, run["lease_id"], run["work_key"], cost_usd, tokens, error
+            )
+            item = WorkItem(run["work_key"], run.get("source") or "schedule", cost_usd, tokens)
+            return self._receipt(
+                batch,
+                name,
+                ReceiptStatus.FAILED if error else ReceiptStatus.COMPLETED,
+                item,
+                first,
+                run_id=run_id,
+                lease=_lease_info(lease),
+                error=error,
+            )
+
+        return self._commit_or_raise(at, body)
+
+    def expire_leases(self, name: str, *, at: datetime) -> list[int]:
+        """Record ``persona.lease.expired`` for every lease past its expiry at ``at``."""
+        self.spec(name)
+
+        def body(batch: Batch) -> list[int]:
+            self._expire(batch, name)
+            return [e.event_id for e in batch.events]
+
+        return self.transact(at, body)
+
+    def spend(self, name: str, *, cost_usd: float, tokens: int = 0, at: datetime) -> RunReceipt:
+        """Record spend outside a run, under the same budget caps."""
+        spec = self.spec(name)
+        item = WorkItem(f"spend:{name}", "spend", cost_usd, tokens)
+
+        def body(batch: Batch) -> RunReceipt:
+            first = batch.next_id
+            state = batch.state(name)
+            refusal = check_budget(
+                spec.budget, state.spend, cost_usd=cost_usd, tokens=tokens, at=batch.at
+            )
+            receipt_id = batch.new_id("budget")
+            if refusal is not None:
+                batch.emit(
+                    name,
+                    Kind.BUDGET_EXHAUSTED,
+                    {**item.payload(), **refusal.to_payload(), "receipt_id": receipt_id},
+                )
+                return self._receipt(
+                    batch,
+                    name,
+                    ReceiptStatus.BUDGET_EXHAUSTED,
+                    item,
+                    first,
+                    budget_receipt_id=receipt_id,
+                    exhaustion_reason=refusal.reason,
+                    error=f"budget exhausted: {refusal.reason} (limit {refusal.limit:g})",
+                )
+            batch.emit(
+                name,
+                Kind.SPEND_RECORDED,
+                {"cost_usd": cost_usd, "tokens": tokens, "budget_receipt_id": receipt_id},
+            )
+            return self._receipt(
+                batch, name, ReceiptStatus.COMPLETED, item, first, budget_receipt_id=receipt_id
+            )
+
+        return self.transact(at, body)
+
+    # -- controls ----------------------------------------------------------
+
+    def _control(
+        self,
+        name: str,
+        action: str,
+        at: datetime,
+        body: Callable[[Batch, PersonaState], str | None],
+    ) -> ControlReceipt:
+        self.spec(name)
+
+        def run(batch: Batch) -> ControlReceipt:
+            state = batch.state(name)
+            before = len(batch.events)
+            message = body(batch, state)
+            return ControlReceipt(
+                name,
+                action,
+                len(batch.events) > before,
+                lifecycle(state, batch.at),
+                format_time(batch.at),
+                message,
+                event_ids=tuple(e.event_id for e in batch.events),
+            )
+
+        return self.transact(at, run)
+
+    def pause(self, name: str, *, at: datetime) -> ControlReceipt:
+        def body(batch: Batch, state: PersonaState) -> str | None:
+            if state.control == "disabled":
+                return "persona is disabled; enable it first"
+            if state.control == "paused":
+                return "already paused"
+            batch.emit(name, Kind.PAUSED, {"policy": "queue_then_drain_on_resume"})
+            return None
+
+        return self._control(name, "pause", at, body)
+
+    def disable(self, name: str, *, at: datetime) -> ControlReceipt:
+        def body(batch: Batch, state: PersonaState) -> str | None:
+            if state.control == "disabled":
+                return "already disabled"
+            batch.emit(name, Kind.DISABLED, {"queued": len(state.queue)})
+            for queued in list(state.queue):
+                batch.emit(
+                    name,
+                    Kind.DEAD_LETTERED,
+                    {**_queued_payload(queued), "reason": "persona disabled while queued"},
+                )
+                batch.emit(name, Kind.WORK_DEQUEUED, {"work_key": queued["work_key"]})
+            return None
+
+        return self._control(name, "disable", at, body)
+
+    def enable(self, name: str, *, at: datetime) -> ControlReceipt:
+        def body(batch: Batch, state: PersonaState) -> str | None:
+            if state.control != "disabled":
+                return "not disabled"
+            batch.emit(name, Kind.ENABLED, {})
+            return None
+
+        return self._control(name, "enable", at, body)
+
+    def resume(self, name: str, *, at: datetime) -> ControlReceipt:
+        """Set the persona back to idle and drain its queue once, in arrival order.
+
+        Each queued item runs in its own transaction under the normal lease and budget
+        checks with its original cost; items refused by the budget (or a busy lease) stay
+        queued. A drain interrupted by a crash is continued by the next ``resume``.
+        """
+        start = self._control(name, "resume", at, self._resume_body(name))
+        if start.lifecycle != "draining":
+            return start
+        drained: list[RunReceipt] = []
+        event_ids = list(start.event_ids)
+        pending = list(self.state(name).queue)
+        for queued in pending:
+
+            def drain(batch: Batch, queued: dict[str, Any] = queued) -> RunReceipt | None:
+                return self._drain_one(batch, name, queued)
+
+            receipt = self.transact(at, drain)
+            if receipt is None:
+                break
+            drained.append(receipt)
+            event_ids.extend(receipt.event_ids)
+
+        def finish(batch: Batch) -> list[int]:
+            if batch.state(name).control == "draining":
+                batch.emit(name, Kind.DRAIN_COMPLETED, {"drained": len(drained)})
+            return [e.event_id for e in batch.events]
+
+        event_ids.extend(self.transact(at, finish))
+        state = self.state(name)
+        return ControlReceipt(
+            name,
+            "resume",
+            True,
+            lifecycle(state, ensure_utc(at)),
+            format_time(ensure_utc(at)),
+            start.message,
+            tuple(drained),
+            tuple(event_ids),
+        )
+
+    def _resume_body(self, name: str) -> Callable[[Batch, PersonaState], str | None]:
+        def body(batch: Batch, state: PersonaState) -> str | None:
+            if state.control == "disabled":
+                return "persona is disabled; resume does not re-enable it (use enable)"
+            if state.control == "active":
+                return "not paused"
+            # paused, or draining after an interrupted resume
+            batch.emit(
+                name, Kind.RESUMED, {"draining": bool(state.queue), "queued": len(state.queue)}
+            )
+            return None
+
+        return body
+
+    def _drain_one(self, batch: Batch, name: str, queued: dict[str, Any]) -> RunReceipt | None:
+        state = batch.state(name)
+        if state.control != "draining":
+            return None  # paused or disabled again meanwhile
+        if queued["work_key"] not in state.queued_keys():
+            return None
+        item = WorkItem(
+            queued["work_key"],
+            queued.get("source") or "trigger",
+            float(queued.get("cost_usd", 0.0)),
+            int(queued.get("tokens", 0)),
+            queued.get("provider"),
+            queued.get("kind"),
+            dict(queued.get("metadata") or {}),
+        )
+        receipt = self._submit(batch, name, item, False, None, True)
+        return receipt
+
+    # -- inbox -------------------------------------------------------------
+
+    def accept_handoff(
+        self,
+        name: str,
+        handoff_id: str,
+        *,
+        at: datetime,
+        cost_usd: float = 0.0,
+        tokens: int = 0,
+        hold: bool = True,
+    ) -> RunReceipt:
+        """Start a run for an inbox handoff (work key ``handoff:<id>``), leaving the inbox."""
+        self.spec(name)
+
+        def body(batch: Batch) -> RunReceipt:
+            state = batch.state(name)
+            if not any(h["handoff_id"] == handoff_id for h in state.inbox):
+                raise UnknownRunError(f"{name}: no handoff {handoff_id!r} in the inbox")
+            item = WorkItem(
+                f"handoff:{handoff_id}", "handoff", cost_usd, tokens, handoff_id=handoff_id
+            )
+            return self._submit(batch, name, item, hold, None, False)
+
+        return self._commit_or_raise(at, body)
+
+
+def _lease_info(lease: dict[str, Any]) -> LeaseInfo:
+    return LeaseInfo(
+        lease["lease_id"],
+        lease["holder"],
+        lease["work_key"],
+        lease["acquired_at"],
+        lease["expires_at"],
+    )
+
+
+def _queued_payload(queued: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: queued.get(k)
+        for k in ("work_key", "source", "provider", "kind", "metadata", "cost_usd", "tokens")
+    }

@@ -1,0 +1,122 @@
+"""The ``EventLog`` interface shared by the SQLite and PostgreSQL backends.
+
+A log holds the append-only events of one topic plus per-persona status snapshots.
+Writers work inside :meth:`EventLog.write`, an exclusive transaction serialised across
+processes (SQLite ``BEGIN IMMEDIATE``; PostgreSQL a transaction-scoped advisory lock),
+so ids are assigned in commit order and a reader never sees them go backwards.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from .events import TOPIC, Event, NewEvent
+
+
+class EventLogError(RuntimeError):
+    """The state store cannot be opened or used (bad URL, unreachable server, bad file)."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A persona's projected status state as of ``event_id``."""
+
+    persona: str
+    event_id: int
+    version: int
+    state: dict[str, Any]
+
+
+class LogTransaction(ABC):
+    """Operations available inside a transaction (exclusive for writers)."""
+
+    @abstractmethod
+    def last_event_id(self) -> int:
+        """The highest event id of the topic (0 when empty)."""
+
+    @abstractmethod
+    def append(self, events: Sequence[NewEvent]) -> list[Event]:
+        """Append atomically with the transaction; ids are consecutive."""
+
+    @abstractmethod
+    def read(
+        self, *, after: int = 0, persona: str | None = None, limit: int | None = None
+    ) -> list[Event]:
+        """Events with ``event_id > after`` in id order, optionally for one persona."""
+
+    @abstractmethod
+    def load_snapshot(self, persona: str) -> Snapshot | None: ...
+
+    @abstractmethod
+    def save_snapshot(self, snapshot: Snapshot) -> None: ...
+
+
+class EventLog(ABC):
+    """An append-only event log of one topic (default ``persona.runtime.events``)."""
+
+    topic: str = TOPIC
+    backend: str = "abstract"
+
+    @abstractmethod
+    def write(self) -> AbstractContextManager[LogTransaction]:
+        """An exclusive write transaction; commits on normal exit, rolls back on error."""
+
+    @abstractmethod
+    def read_view(self) -> AbstractContextManager[LogTransaction]:
+        """A read transaction (no append/save)."""
+
+    @abstractmethod
+    def wait_for_append(self, after_event_id: int, timeout: float) -> bool:
+        """Block until the topic holds an event after ``after_event_id`` or ``timeout`` passes.
+
+        Returns whether such an event exists. SQLite polls; PostgreSQL uses LISTEN/NOTIFY.
+        """
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Where the state lives (a path or a URL without credentials)."""
+
+    # Convenience wrappers -------------------------------------------------
+
+    def append(self, events: Sequence[NewEvent]) -> list[Event]:
+        if not events:
+            return []
+        with self.write() as txn:
+            return txn.append(events)
+
+    def read(
+        self, *, after: int = 0, persona: str | None = None, limit: int | None = None
+    ) -> list[Event]:
+        with self.read_view() as txn:
+            return txn.read(after=after, persona=persona, limit=limit)
+
+    def last_event_id(self) -> int:
+        with self.read_view() as txn:
+            return txn.last_event_id()
+
+    def iter_all(self, *, persona: str | None = None, page: int = 5000) -> Iterator[Event]:
+        after = 0
+        while True:
+            batch = self.read(after=after, persona=persona, limit=page)
+            yield from batch
+            if len(batch) < page:
+                return
+            after = batch[-1].event_id
+
+    def __enter__(self) -> EventLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 0:
+        raise ValueError("limit must be >= 0")

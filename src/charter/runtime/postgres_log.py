@@ -1,0 +1,283 @@
+"""PostgreSQL backend (psycopg 3) for many hosts sharing one state store.
+
+Selected by a ``postgresql://`` URL. An optional ``schema`` query parameter (default
+``charter``) names the schema holding the tables; it is stripped before connecting.
+Writers serialise on a transaction-scoped advisory lock per (schema, topic), so ids are
+assigned and committed in order; commits ``NOTIFY`` followers (``LISTEN``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from .events import TOPIC, Event, NewEvent
+from .log import EventLog, EventLogError, LogTransaction, Snapshot, check_limit
+
+DEFAULT_SCHEMA = "charter"
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def split_state_url(url: str) -> tuple[str, str]:
+    """Return (conninfo URL without ``schema``, schema name)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise EventLogError(f"not a PostgreSQL URL: {redact(url)}")
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schema = DEFAULT_SCHEMA
+    rest: list[tuple[str, str]] = []
+    for key, value in query:
+        if key == "schema":
+            schema = value
+        else:
+            rest.append((key, value))
+    if not _IDENT.match(schema):
+        raise EventLogError(f"invalid schema name {schema!r} (lower-case identifier expected)")
+    return urlunsplit(parts._replace(query=urlencode(rest))), schema
+
+
+def redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def _lock_key(schema: str, topic: str) -> int:
+    digest = hashlib.sha256(f"charter:{schema}:{topic}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+class _PgTxn(LogTransaction):
+    def __init__(self, log: PostgresEventLog, writable: bool) -> None:
+        self._log = log
+        self._conn = log._conn
+        self._writable = writable
+
+    def _t(self, name: str) -> sql.Composed:
+        return sql.SQL("{}.{}").format(sql.Identifier(self._log.schema), sql.Identifier(name))
+
+    def last_event_id(self) -> int:
+        row = self._conn.execute(
+            sql.SQL("SELECT last_event_id FROM {} WHERE topic = %s").format(self._t("topics")),
+            (self._log.topic,),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def append(self, events: Sequence[NewEvent]) -> list[Event]:
+        if not self._writable:
+            raise EventLogError("append needs a write transaction")
+        topic = self._log.topic
+        last = self.last_event_id()
+        out = [
+            Event(
+                last + i,
+                topic,
+                e.persona,
+                e.kind,
+                e.occurred_at,
+                dict(e.payload),
+                e.actor,
+                e.persona_version,
+            )
+            for i, e in enumerate(events, start=1)
+        ]
+        if not out:
+            return out
+        with self._conn.cursor() as cur:
+            cur.executemany(
+                sql.SQL(
+                    "INSERT INTO {} (topic, event_id, persona, persona_version, actor, kind, "
+                    "occurred_at, payload) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+                ).format(self._t("events")),
+                [
+                    (
+                        topic,
+                        e.event_id,
+                        e.persona,
+                        e.persona_version,
+                        e.actor,
+                        e.kind,
+                        e.occurred_at,
+                        Jsonb(e.payload),
+                    )
+                    for e in out
+                ],
+            )
+        self._conn.execute(
+            sql.SQL(
+                "INSERT INTO {} (topic, last_event_id) VALUES (%s, %s) "
+                "ON CONFLICT (topic) DO UPDATE SET last_event_id = excluded.last_event_id"
+            ).format(self._t("topics")),
+            (topic, out[-1].event_id),
+        )
+        self._conn.execute("SELECT pg_notify(%s, %s)", (self._log.channel, str(out[-1].event_id)))
+        return out
+
+    def read(
+        self, *, after: int = 0, persona: str | None = None, limit: int | None = None
+    ) -> list[Event]:
+        check_limit(limit)
+        query = sql.SQL(
+            "SELECT event_id, persona, persona_version, actor, kind, occurred_at, payload "
+            "FROM {} WHERE topic = %s AND event_id > %s"
+        ).format(self._t("events"))
+        params: list[Any] = [self._log.topic, after]
+        if persona is not None:
+            query += sql.SQL(" AND persona = %s")
+            params.append(persona)
+        query += sql.SQL(" ORDER BY event_id")
+        if limit is not None:
+            query += sql.SQL(" LIMIT %s")
+            params.append(limit)
+        return [
+            Event(int(r[0]), self._log.topic, r[1], r[4], r[5], r[6], r[3], r[2])
+            for r in self._conn.execute(query, params)
+        ]
+
+    def load_snapshot(self, persona: str) -> Snapshot | None:
+        row = self._conn.execute(
+            sql.SQL(
+                "SELECT event_id, version, state FROM {} WHERE topic = %s AND persona = %s"
+            ).format(self._t("snapshots")),
+            (self._log.topic, persona),
+        ).fetchone()
+        if row is None:
+            return None
+        return Snapshot(persona, int(row[0]), int(row[1]), row[2])
+
+    def save_snapshot(self, snapshot: Snapshot) -> None:
+        if not self._writable:
+            raise EventLogError("save_snapshot needs a write transaction")
+        self._conn.execute(
+            sql.SQL(
+                "INSERT INTO {} (topic, persona, event_id, version, state) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (topic, persona) DO UPDATE SET "
+                "event_id = excluded.event_id, version = excluded.version, state = excluded.state"
+            ).format(self._t("snapshots")),
+            (
+                self._log.topic,
+                snapshot.persona,
+                snapshot.event_id,
+                snapshot.version,
+                Jsonb(snapshot.state),
+            ),
+        )
+
+
+class PostgresEventLog(EventLog):
+    """PostgreSQL-backed log: ``postgresql://host/db?schema=name``."""
+
+    backend = "postgresql"
+
+    def __init__(self, url: str, *, topic: str = TOPIC, connect_timeout: int = 5) -> None:
+        self.topic = topic
+        self.url = url
+        conninfo, self.schema = split_state_url(url)
+        self.channel = f"charter_events_{self.schema}"[:63]
+        self._lock = _lock_key(self.schema, topic)
+        self._listener: psycopg.Connection[Any] | None = None
+        self._conninfo = conninfo
+        self._connect_timeout = connect_timeout
+        try:
+            self._conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=connect_timeout)
+        except psycopg.Error as exc:
+            raise EventLogError(f"cannot connect to {redact(url)}: {exc}".strip()) from exc
+        try:
+            self._create_schema()
+        except psycopg.Error as exc:
+            self._conn.close()
+            raise EventLogError(f"cannot prepare schema {self.schema!r}: {exc}") from exc
+
+    def _create_schema(self) -> None:
+        s = sql.Identifier(self.schema)
+        with self._conn.transaction():
+            # Serialise concurrent first-time creation (CREATE ... IF NOT EXISTS can race).
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock,))
+            self._conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(s))
+            self._conn.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {}.events ("
+                    " topic TEXT NOT NULL, event_id BIGINT NOT NULL, persona TEXT NOT NULL,"
+                    " persona_version TEXT, actor TEXT NOT NULL, kind TEXT NOT NULL,"
+                    " occurred_at TIMESTAMPTZ NOT NULL, payload JSONB NOT NULL,"
+                    " PRIMARY KEY (topic, event_id))"
+                ).format(s)
+            )
+            self._conn.execute(
+                sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS events_by_persona ON {}.events "
+                    "(topic, persona, event_id)"
+                ).format(s)
+            )
+            self._conn.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {}.topics ("
+                    " topic TEXT PRIMARY KEY, last_event_id BIGINT NOT NULL)"
+                ).format(s)
+            )
+            self._conn.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {}.snapshots ("
+                    " topic TEXT NOT NULL, persona TEXT NOT NULL, event_id BIGINT NOT NULL,"
+                    " version INTEGER NOT NULL, state JSONB NOT NULL,"
+                    " PRIMARY KEY (topic, persona))"
+                ).format(s)
+            )
+
+    def describe(self) -> str:
+        return redact(self.url)
+
+    @contextmanager
+    def write(self) -> Iterator[LogTransaction]:
+        with self._conn.transaction():
+            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock,))
+            yield _PgTxn(self, writable=True)
+
+    @contextmanager
+    def read_view(self) -> Iterator[LogTransaction]:
+        with self._conn.transaction():
+            self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield _PgTxn(self, writable=False)
+
+    def _listen(self) -> psycopg.Connection[Any]:
+        if self._listener is None:
+            self._listener = psycopg.connect(
+                self._conninfo, autocommit=True, connect_timeout=self._connect_timeout
+            )
+            self._listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
+        return self._listener
+
+    def wait_for_append(self, after_event_id: int, timeout: float) -> bool:
+        listener = self._listen()  # listen first, then check: no append can slip between
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            if self.last_event_id() > after_event_id:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            for _ in listener.notifies(timeout=remaining, stop_after=1):
+                break
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        self._conn.close()
+
+    def drop_schema(self) -> None:
+        """Remove every table of this log's schema (tests and benchmarks clean up with it)."""
+        self._conn.execute(
+            sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(self.schema))
+        )

@@ -1,0 +1,77 @@
+"""Status maintained incrementally: a per-persona snapshot plus the tail of the log.
+
+Writers going through :class:`~charter.runtime.engine.PersonaRuntime` save the new
+snapshot in the same transaction as their events, so ``status`` normally reads one row
+and an empty tail. Events appended by other means only lengthen the tail; a read that
+finds a tail longer than ``compact_after`` saves a fresh snapshot.
+"""
+
+from __future__ import annotations
+
+from .events import Event
+from .log import EventLog, LogTransaction, Snapshot
+from .state import PROJECTION_VERSION, PersonaState, apply
+
+COMPACT_AFTER = 256
+_PAGE = 10_000
+
+
+def load_state(txn: LogTransaction, persona: str) -> tuple[PersonaState, int]:
+    """The persona's state as of the transaction, and how many tail events were folded."""
+    snapshot = txn.load_snapshot(persona)
+    if snapshot is not None and snapshot.version == PROJECTION_VERSION:
+        state = PersonaState.from_dict(snapshot.state)
+        after = snapshot.event_id
+    else:
+        state, after = PersonaState(persona), 0
+    folded = 0
+    while True:
+        tail = txn.read(after=after, persona=persona, limit=_PAGE)
+        for event in tail:
+            apply(state, event)
+        folded += len(tail)
+        if len(tail) < _PAGE:
+            return state, folded
+        after = tail[-1].event_id
+
+
+def save_state(txn: LogTransaction, state: PersonaState) -> None:
+    """Store ``state`` as the snapshot at the topic's current last event id."""
+    txn.save_snapshot(
+        Snapshot(state.persona, txn.last_event_id(), PROJECTION_VERSION, state.to_dict())
+    )
+
+
+def fold(state: PersonaState, events: list[Event]) -> None:
+    for event in events:
+        if event.persona == state.persona:
+            apply(state, event)
+
+
+class StatusProjection:
+    """Reads a persona's projected state from a log, compacting long tails."""
+
+    def __init__(self, log: EventLog, *, compact_after: int = COMPACT_AFTER) -> None:
+        self.log = log
+        self.compact_after = compact_after
+
+    def state(self, persona: str) -> PersonaState:
+        with self.log.read_view() as txn:
+            state, folded = load_state(txn, persona)
+        if folded > self.compact_after:
+            self.refresh(persona)
+        return state
+
+    def refresh(self, persona: str) -> PersonaState:
+        """Fold the tail and save a snapshot (takes the write lock)."""
+        with self.log.write() as txn:
+            state, _ = load_state(txn, persona)
+            save_state(txn, state)
+        return state
+
+    def rebuild(self, persona: str) -> PersonaState:
+        """Full replay from event 0, ignoring snapshots (for checks and repair)."""
+        state = PersonaState(persona)
+        for event in self.log.iter_all(persona=persona):
+            apply(state, event)
+        return state

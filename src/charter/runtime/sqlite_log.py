@@ -1,0 +1,210 @@
+"""SQLite backend: one file, WAL journal, writers serialised by ``BEGIN IMMEDIATE``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from .clock import format_time, parse_time
+from .events import TOPIC, Event, NewEvent
+from .log import EventLog, EventLogError, LogTransaction, Snapshot, check_limit
+
+DB_FILENAME = "events.sqlite3"
+POLL_SECONDS = 0.005
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    topic TEXT NOT NULL,
+    event_id INTEGER NOT NULL,
+    persona TEXT NOT NULL,
+    persona_version TEXT,
+    actor TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    occurred_at TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (topic, event_id)
+);
+CREATE INDEX IF NOT EXISTS events_by_persona ON events (topic, persona, event_id);
+CREATE TABLE IF NOT EXISTS topics (
+    topic TEXT PRIMARY KEY,
+    last_event_id INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS snapshots (
+    topic TEXT NOT NULL,
+    persona TEXT NOT NULL,
+    event_id INTEGER NOT NULL,
+    version INTEGER NOT NULL,
+    state TEXT NOT NULL,
+    PRIMARY KEY (topic, persona)
+);
+"""
+
+_COLUMNS = "event_id, persona, persona_version, actor, kind, occurred_at, payload"
+
+
+class _SqliteTxn(LogTransaction):
+    def __init__(self, conn: sqlite3.Connection, topic: str, writable: bool) -> None:
+        self._conn = conn
+        self._topic = topic
+        self._writable = writable
+
+    def last_event_id(self) -> int:
+        row = self._conn.execute(
+            "SELECT last_event_id FROM topics WHERE topic = ?", (self._topic,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def append(self, events: Sequence[NewEvent]) -> list[Event]:
+        if not self._writable:
+            raise EventLogError("append needs a write transaction")
+        last = self.last_event_id()
+        out: list[Event] = []
+        rows: list[tuple[Any, ...]] = []
+        for offset, new in enumerate(events, start=1):
+            event = Event(
+                last + offset,
+                self._topic,
+                new.persona,
+                new.kind,
+                new.occurred_at,
+                dict(new.payload),
+                new.actor,
+                new.persona_version,
+            )
+            out.append(event)
+            rows.append(
+                (
+                    self._topic,
+                    event.event_id,
+                    event.persona,
+                    event.persona_version,
+                    event.actor,
+                    event.kind,
+                    format_time(event.occurred_at),
+                    json.dumps(event.payload, separators=(",", ":"), sort_keys=True),
+                )
+            )
+        if not rows:
+            return out
+        self._conn.executemany(
+            f"INSERT INTO events (topic, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows
+        )
+        self._conn.execute(
+            "INSERT INTO topics (topic, last_event_id) VALUES (?, ?) "
+            "ON CONFLICT (topic) DO UPDATE SET last_event_id = excluded.last_event_id",
+            (self._topic, out[-1].event_id),
+        )
+        return out
+
+    def read(
+        self, *, after: int = 0, persona: str | None = None, limit: int | None = None
+    ) -> list[Event]:
+        check_limit(limit)
+        sql = f"SELECT {_COLUMNS} FROM events WHERE topic = ? AND event_id > ?"
+        params: list[Any] = [self._topic, after]
+        if persona is not None:
+            sql += " AND persona = ?"
+            params.append(persona)
+        sql += " ORDER BY event_id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [
+            Event(
+                int(r[0]), self._topic, r[1], r[4], parse_time(r[5]), json.loads(r[6]), r[3], r[2]
+            )
+            for r in self._conn.execute(sql, params)
+        ]
+
+    def load_snapshot(self, persona: str) -> Snapshot | None:
+        row = self._conn.execute(
+            "SELECT event_id, version, state FROM snapshots WHERE topic = ? AND persona = ?",
+            (self._topic, persona),
+        ).fetchone()
+        if row is None:
+            return None
+        return Snapshot(persona, int(row[0]), int(row[1]), json.loads(row[2]))
+
+    def save_snapshot(self, snapshot: Snapshot) -> None:
+        if not self._writable:
+            raise EventLogError("save_snapshot needs a write transaction")
+        self._conn.execute(
+            "INSERT INTO snapshots (topic, persona, event_id, version, state) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (topic, persona) DO UPDATE SET "
+            "event_id = excluded.event_id, version = excluded.version, state = excluded.state",
+            (
+                self._topic,
+                snapshot.persona,
+                snapshot.event_id,
+                snapshot.version,
+                json.dumps(snapshot.state, separators=(",", ":")),
+            ),
+        )
+
+
+class SqliteEventLog(EventLog):
+    """The embedded default: ``<state_dir>/events.sqlite3``."""
+
+    backend = "sqlite"
+
+    def __init__(
+        self, state_dir: str | Path, *, topic: str = TOPIC, busy_timeout_ms: int = 30_000
+    ) -> None:
+        self.topic = topic
+        self.path = Path(state_dir) / DB_FILENAME
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, timeout=busy_timeout_ms / 1000
+            )
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            if mode is None or str(mode[0]).lower() != "wal":
+                raise EventLogError(f"{self.path}: could not enable WAL journaling")
+            # WAL + NORMAL survives a killed process; only power loss can drop the last commits.
+            self._conn.execute("PRAGMA synchronous = NORMAL")
+            self._conn.execute("BEGIN IMMEDIATE")
+            for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
+                self._conn.execute(statement)
+            self._conn.execute("COMMIT")
+        except (sqlite3.Error, OSError) as exc:
+            raise EventLogError(f"cannot open state at {self.path}: {exc}") from exc
+
+    def describe(self) -> str:
+        return str(self.path)
+
+    @contextmanager
+    def write(self) -> Iterator[LogTransaction]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield _SqliteTxn(self._conn, self.topic, writable=True)
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    @contextmanager
+    def read_view(self) -> Iterator[LogTransaction]:
+        self._conn.execute("BEGIN")
+        try:
+            yield _SqliteTxn(self._conn, self.topic, writable=False)
+        finally:
+            self._conn.execute("COMMIT")
+
+    def wait_for_append(self, after_event_id: int, timeout: float) -> bool:
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            if self.last_event_id() > after_event_id:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            time.sleep(min(POLL_SECONDS, remaining))
+
+    def close(self) -> None:
+        self._conn.close()

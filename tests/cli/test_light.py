@@ -1,0 +1,68 @@
+"""Light commands stay light: checked through sys.modules, not a timer."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = (
+    "pydantic",
+    "rich",
+    "openai",
+    "anthropic",
+    "mcp",
+    "httpx",
+    "tree_sitter",
+    "wcmatch",
+    "psycopg",
+)
+PACKAGES = (
+    "charter.policy",
+    "charter.agent",
+    "charter.runtime",
+    "charter.launch",
+    "charter.manifest",
+)
+
+PROBE = """
+import json, sys
+from charter.cli import main
+try:
+    main({args!r})
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "forbidden"),
+    [
+        (["--help"], HEAVY + PACKAGES),
+        (["--version"], HEAVY + PACKAGES),
+        (["policy", "--help"], HEAVY),
+    ],
+)
+def test_light_commands_import_nothing_heavy(args: list[str], forbidden: tuple[str, ...]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE.format(args=args)], capture_output=True, text=True, check=True
+    )
+    loaded = json.loads(proc.stderr.strip().splitlines()[-1])
+    offenders = [m for m in loaded if any(m == h or m.startswith(h + ".") for h in forbidden)]
+    assert offenders == []
+
+
+def test_version_and_help_through_console_script() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "charter", "--version"], capture_output=True, text=True, check=True
+    ).stdout
+    from charter import __version__
+
+    assert __version__ in out
+    help_text = subprocess.run(
+        [sys.executable, "-m", "charter", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "policy" in help_text and "Usage" in help_text

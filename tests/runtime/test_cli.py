@@ -1,0 +1,263 @@
+"""The runtime CLI, end to end, on both backends.
+
+Uses the real ``charter`` entry point once the lead has wired ``register`` into the
+``persona`` group; until then, a ``persona`` group built with ``register``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from charter.cli.persona_runtime_cmd import register
+
+MANIFEST = """
+[[personas]]
+name = "merge_captain"
+version = "0.1.0"
+description = "Owns pull request readiness."
+entry_workflow = "ops.merge_captain:run"
+tools = ["github"]
+autonomy_tier = "act_with_approval"
+receipt_policy = "required"
+triggers = ["github.pr_opened", "github.check_failed"]
+schedules = ["*/30 * * * *"]
+handoffs = ["review_captain"]
+budget = { daily_usd = 20.0, hourly_usd = 0.05, run_usd = 0.03, max_tokens = 5000, \
+  frontier_escalations = 3 }
+
+[[personas]]
+name = "review_captain"
+description = "Reviews."
+entry_workflow = "ops.review:run"
+tools = ["github"]
+autonomy_tier = "suggest"
+receipt_policy = "optional"
+"""
+
+
+def entry_point() -> click.Group:
+    from charter.cli import cli
+
+    persona = cli.get_command(click.Context(cli), "persona")
+    if isinstance(persona, click.Group) and "tick" in persona.commands:
+        return cli
+    root = click.Group("charter")
+    group = click.Group("persona")
+    register(group)
+    root.add_command(group)
+    return root
+
+
+@pytest.fixture
+def run(tmp_path: Path, state_location: dict[str, str]):  # type: ignore[no-untyped-def]
+    (tmp_path / "charter.toml").write_text(MANIFEST)
+    state = (
+        ["--state", state_location["url"]]
+        if "url" in state_location
+        else ["--state-dir", state_location["state_dir"]]
+    )
+    root = entry_point()
+
+    def invoke(*args: str, expect: int = 0, json_out: bool = True):  # type: ignore[no-untyped-def]
+        argv = ["persona", *args, "--manifest", str(tmp_path), *state]
+        if json_out:
+            argv.append("--json")
+        result = CliRunner().invoke(root, argv, catch_exceptions=False)
+        assert result.exit_code == expect, (argv, result.output, result.stderr)
+        if expect == 0 and json_out and args[0] != "supervision":
+            return json.loads(result.stdout)
+        return result
+
+    return invoke
+
+
+AT = "2026-04-24T12:30:00Z"
+
+
+def test_seed_flow(run) -> None:  # type: ignore[no-untyped-def]
+    status = run("status", "merge_captain", "--at", AT)
+    assert status["lifecycle"] == "inactive"
+    assert status["next_scheduled_run"] == "2026-04-24T13:00:00Z"
+    assert status["budget"]["limits"]["daily_usd"] == 20.0
+
+    tick = run("tick", "merge_captain", "--at", AT, "--cost-usd", "0.02", "--tokens", "120")
+    assert tick["status"] == "completed" and tick["run_id"] and tick["budget_receipt_id"]
+    trig = run(
+        "trigger", "merge_captain", "--provider", "github", "--kind", "pull_request",
+        "--metadata", "repository=burin-labs/harn", "--metadata", "number=462", "--at", AT,
+    )  # fmt: skip
+    assert trig["work_key"] == "github:burin-labs/harn:pr:462"
+    assert trig["status"] == "completed"
+    dup = run(
+        "trigger", "merge_captain", "--provider", "github", "--kind", "pull_request",
+        "--metadata", "repository=burin-labs/harn", "--metadata", "number=462", "--at", AT,
+    )  # fmt: skip
+    assert dup["status"] == "duplicate"
+    over = run("tick", "merge_captain", "--at", "2026-04-24T12:31:00Z", "--cost-usd", "0.04")
+    assert over["status"] == "budget_exhausted" and over["budget_receipt_id"]
+    assert over["exhaustion_reason"] == "run_usd"
+
+    assert run("pause", "merge_captain", "--at", AT)["lifecycle"] == "paused"
+    queued = run("tick", "merge_captain", "--at", "2026-04-24T12:32:00Z")
+    assert queued["status"] == "queued"
+    resumed = run("resume", "merge_captain", "--at", "2026-04-24T12:33:00Z")
+    assert [d["status"] for d in resumed["drained"]] == ["completed"]
+    assert run("disable", "merge_captain", "--at", AT)["lifecycle"] == "disabled"
+    dead = run("tick", "merge_captain", "--at", "2026-04-24T12:34:00Z")
+    assert dead["status"] == "dead_lettered"
+    assert run("resume", "merge_captain", "--at", AT)["lifecycle"] == "disabled"
+    assert run("enable", "merge_captain", "--at", AT)["lifecycle"] == "idle"
+    spend = run("spend", "merge_captain", "--cost-usd", "0.01", "--at", AT)
+    assert spend["status"] == "completed"
+
+    status = run("status", "merge_captain", "--at", "2026-04-24T12:35:00Z")
+    assert status["dead_lettered"] == 1
+    assert status["budget"]["spent"]["day_tokens"] == 120
+
+    human = run("status", "merge_captain", "--at", AT, json_out=False)
+    assert "lifecycle:" in human.stdout and "dead-lettered:      1" in human.stdout
+
+    lines = run("supervision", "tail", "--persona", "merge_captain", "--since-event-id", "3")
+    frames = [json.loads(line) for line in lines.stdout.splitlines()]
+    assert frames[0]["event_id"] == 4
+    assert set(frames[0]) == {
+        "event_id", "persona_id", "persona_kind", "persona_version",
+        "actor", "update_kind", "occurred_at", "payload",
+    }  # fmt: skip
+    assert frames[0]["persona_id"] == "merge_captain"
+    assert frames[0]["persona_version"] == "0.1.0"
+    limited = run("supervision", "tail", "--limit", "2").stdout.splitlines()
+    assert [json.loads(x)["event_id"] for x in limited] == [1, 2]
+
+
+def test_webhook_payload_and_undeclared_trigger(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    payload = tmp_path / "hook.json"
+    payload.write_text(
+        json.dumps(
+            {
+                "action": "completed",
+                "check_run": {"id": 991, "head_sha": "abc", "conclusion": "failure"},
+                "repository": {"full_name": "burin-labs/harn"},
+            }
+        )
+    )
+    receipt = run(
+        "trigger", "merge_captain", "--provider", "github", "--payload", str(payload), "--at", AT
+    )
+    assert receipt["work_key"] == "github:burin-labs/harn:check:991"
+    refused = run(
+        "trigger", "merge_captain", "--provider", "linear", "--kind", "issue",
+        "--metadata", "identifier=ENG-1", "--at", AT, expect=1, json_out=False,
+    )  # fmt: skip
+    assert "does not declare trigger linear.issue" in refused.stderr
+    assert "Traceback" not in refused.output
+    forced = run(
+        "trigger", "merge_captain", "--provider", "linear", "--kind", "issue",
+        "--metadata", "identifier=ENG-1", "--at", AT, "--force",
+    )  # fmt: skip
+    assert forced["work_key"] == "linear:issue:ENG-1"
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (("status", "merge_captain", "--at", "yesterday"), 2, "RFC 3339"),
+        (("status", "nobody", "--at", AT), 1, "unknown persona"),
+        (
+            (
+                "trigger",
+                "merge_captain",
+                "--provider",
+                "github",
+                "--kind",
+                "pull_request",
+                "--metadata",
+                "oops",
+                "--at",
+                AT,
+            ),
+            2,
+            "key=value",
+        ),
+        (
+            (
+                "trigger",
+                "merge_captain",
+                "--provider",
+                "github",
+                "--kind",
+                "pull_request",
+                "--at",
+                AT,
+            ),
+            2,
+            "needs metadata repository, number",
+        ),
+        (("tick", "merge_captain", "--cost-usd", "-1"), 2, "-1"),
+    ],
+)
+def test_bad_input_is_a_clear_error(run, args, code, message) -> None:  # type: ignore[no-untyped-def]
+    out = run(*args, expect=code, json_out=False)
+    assert message in out.output and "Traceback" not in out.output
+
+
+def test_bad_state_url_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "charter.toml").write_text(MANIFEST)
+    root = entry_point()
+    result = CliRunner().invoke(
+        root,
+        ["persona", "status", "merge_captain", "--manifest", str(tmp_path), "--state", "mysql://x"],
+    )
+    assert result.exit_code == 1 and "unsupported state URL" in result.output
+
+
+FOLLOWER = """
+import click, sys
+from charter.cli.persona_runtime_cmd import register
+g = click.Group("persona"); register(g)
+g(sys.argv[1:], prog_name="charter persona")
+"""
+
+
+def test_tail_follow_prints_new_appends(tmp_path: Path, state_location: dict[str, str]) -> None:
+    (tmp_path / "charter.toml").write_text(MANIFEST)
+    state = (
+        ["--state", state_location["url"]]
+        if "url" in state_location
+        else ["--state-dir", state_location["state_dir"]]
+    )
+    common = ["--manifest", str(tmp_path), *state]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FOLLOWER, "supervision", "tail", "--follow", "--limit", "2",
+         "--timeout", "20", *common],
+        stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    root = entry_point()
+    try:
+        for minute in ("00", "01"):
+            result = CliRunner().invoke(
+                root,
+                [
+                    "persona",
+                    "tick",
+                    "merge_captain",
+                    "--at",
+                    f"2026-04-24T13:{minute}:00Z",
+                    *common,
+                ],
+            )
+            assert result.exit_code == 0, result.output
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    frames = [json.loads(line) for line in out.splitlines()]
+    assert [f["event_id"] for f in frames] == [1, 2]
+    assert frames[0]["update_kind"] == "persona.schedule.fired"

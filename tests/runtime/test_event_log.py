@@ -1,0 +1,118 @@
+"""The EventLog contract, run against SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+
+from charter.runtime import TOPIC, EventLog, Kind, NewEvent, Snapshot
+
+AT = datetime(2026, 4, 24, 12, 30, tzinfo=UTC)
+
+
+def ev(
+    persona: str = "merge_captain", kind: str = Kind.TRIGGER_RECEIVED, **payload: object
+) -> NewEvent:
+    return NewEvent(persona, kind, AT, dict(payload), actor="test", persona_version="0.1.0")
+
+
+def test_empty_log(log: EventLog) -> None:
+    assert log.last_event_id() == 0
+    assert log.read() == []
+    assert log.topic == TOPIC
+
+
+def test_append_assigns_increasing_ids_and_round_trips(log: EventLog) -> None:
+    first = log.append([ev(n=1)])
+    batch = log.append([ev(n=2), ev("review_captain", n=3), ev(n=4)])
+    assert [e.event_id for e in first + batch] == [1, 2, 3, 4]
+    events = log.read()
+    assert [e.payload["n"] for e in events] == [1, 2, 3, 4]
+    e = events[1]
+    assert (e.persona, e.kind, e.actor, e.persona_version) == (
+        "merge_captain",
+        Kind.TRIGGER_RECEIVED,
+        "test",
+        "0.1.0",
+    )
+    assert e.occurred_at == AT
+    assert log.last_event_id() == 4
+
+
+def test_read_filters_are_strictly_after(log: EventLog) -> None:
+    log.append([ev(n=i) if i % 2 else ev("other", n=i) for i in range(1, 7)])
+    assert [e.event_id for e in log.read(after=2)] == [3, 4, 5, 6]
+    assert [e.event_id for e in log.read(after=2, limit=2)] == [3, 4]
+    assert [e.event_id for e in log.read(persona="other")] == [2, 4, 6]
+    assert log.read(after=6) == []
+
+
+def test_multi_event_append_is_atomic(log: EventLog) -> None:
+    log.append([ev(n=1)])
+    with pytest.raises(RuntimeError), log.write() as txn:
+        txn.append([ev(n=2), ev(n=3)])
+        raise RuntimeError("writer failed mid-transaction")
+    assert [e.payload["n"] for e in log.read()] == [1]
+    assert log.append([ev(n=4)])[0].event_id == 2
+
+
+def test_unserialisable_payload_is_refused_before_writing(log: EventLog) -> None:
+    with pytest.raises(TypeError):
+        ev(bad=object())
+    assert log.last_event_id() == 0
+
+
+def test_snapshots_round_trip(log: EventLog) -> None:
+    with log.write() as txn:
+        assert txn.load_snapshot("p") is None
+        txn.save_snapshot(Snapshot("p", 7, 1, {"a": [1, 2], "b": None}))
+        txn.save_snapshot(Snapshot("p", 9, 1, {"a": [3]}))
+    with log.read_view() as txn:
+        assert txn.load_snapshot("p") == Snapshot("p", 9, 1, {"a": [3]})
+
+
+def test_wait_for_append(log: EventLog) -> None:
+    assert log.wait_for_append(0, 0.0) is False
+    log.append([ev()])
+    assert log.wait_for_append(0, 0.0) is True
+    assert log.wait_for_append(1, 0.01) is False
+
+
+WRITER = """
+import sys
+from datetime import UTC, datetime
+from charter.runtime import NewEvent, PostgresEventLog, SqliteEventLog
+loc, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+log = PostgresEventLog(loc) if loc.startswith("postgresql") else SqliteEventLog(loc)
+at = datetime(2026, 4, 24, tzinfo=UTC)
+for i in range(n):
+    log.append([NewEvent(who, "persona.test", at, {"i": i, "part": p}) for p in (0, 1)])
+log.close()
+"""
+
+
+def test_concurrent_writer_processes_never_collide(
+    state_location: dict[str, str], log_factory: Callable[[], EventLog]
+) -> None:
+    loc = state_location.get("url") or state_location["state_dir"]
+    log_factory().close()  # create the schema once
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, loc, f"w{k}", "25"]) for k in range(3)]
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0
+    log = log_factory()
+    try:
+        events = log.read()
+        assert [e.event_id for e in events] == list(range(1, 151))
+        # both halves of every batch are adjacent: appends are atomic and never interleave
+        for a, b in zip(events[::2], events[1::2], strict=True):
+            assert (a.persona, a.payload["i"], a.payload["part"]) == (b.persona, b.payload["i"], 0)
+            assert b.payload["part"] == 1
+        for who in ("w0", "w1", "w2"):
+            mine = [e.payload["i"] for e in events if e.persona == who and e.payload["part"] == 0]
+            assert mine == list(range(25))
+    finally:
+        log.close()
