@@ -35,7 +35,7 @@ def decide(
     """Decide ``call`` against ``frames`` (bottom first). Deny wins; an empty stack allows."""
     if not frames:
         return Decision(Outcome.ALLOW, call.name, "no policy is active")
-    subjects = _Subjects(call, context)
+    subjects = _Subjects(call, context) if call.has_subjects else _NO_SUBJECTS
     for index in range(len(frames) - 1, -1, -1):
         frame = frames[index]
         try:
@@ -52,7 +52,18 @@ def decide(
                 rule=denied.rule,
                 subject=denied.subject,
             )
-    return Decision(Outcome.ALLOW, call.name, f"allowed by all {len(frames)} frame(s)")
+    return Decision(Outcome.ALLOW, call.name, _allowed_reason(len(frames)))
+
+
+def _allowed_reason(count: int) -> str:
+    return (
+        _ALLOWED_REASONS[count]
+        if count < len(_ALLOWED_REASONS)
+        else f"allowed by all {count} frame(s)"
+    )
+
+
+_ALLOWED_REASONS = tuple(f"allowed by all {n} frame(s)" for n in range(32))
 
 
 def decide_resource(dimension: str, name: str, frames: Sequence[Frame]) -> Decision:
@@ -240,6 +251,9 @@ class _Subjects:
         return self._hosts
 
 
+_NO_SUBJECTS = _Subjects(ToolCall("-"), None)
+
+
 def _values(arguments: Any, arg: str, dimension: str) -> list[str]:
     value = arguments.get(arg)
     if value is None:
@@ -260,13 +274,13 @@ def _check_frame(call: ToolCall, frame: Frame, subjects: _Subjects) -> None:
     compiled = frame.policy.compiled
     name = call.name
 
-    # tools: the hot path, so matchers are used directly; reasons are built only on denial
-    deny = compiled.tools_deny
-    if deny is not None and deny.matches(name):
+    # tools: the hot path. Verdicts per name are memoised on the (immutable) compiled
+    # policy; reasons are built only on denial.
+    ok = compiled.tools_ok.get(name)
+    if ok is None:
+        ok = compiled.tools_verdict(name)
+    if not ok:
         _check_name(frame, "tools", name)
-    for matcher in compiled.tools_allow:
-        if not matcher.matches(name):
-            _check_name(frame, "tools", name)
 
     ceiling = compiled.ceiling
     if ceiling is not None and call.level > ceiling:

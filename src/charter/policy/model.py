@@ -133,6 +133,7 @@ class CompiledPolicy:
         "paths_restricted",
         "tools_allow",
         "tools_deny",
+        "tools_ok",
     )
 
     def __init__(self, policy: Policy) -> None:
@@ -167,6 +168,17 @@ class CompiledPolicy:
         self.network_restricted = policy.network.restricted
         self.network_all = _allows_everything(policy.network)
         self._path_cache: dict[tuple[PathContext, str], PathCheck] = {}
+        self.tools_ok: dict[str, bool] = {}
+
+    def tools_verdict(self, name: str) -> bool:
+        """Whether the tools rules allow ``name``; memoised (bounded) in :attr:`tools_ok`."""
+        deny = self.tools_deny
+        ok = not (deny is not None and deny.matches(name)) and all(
+            matcher.matches(name) for matcher in self.tools_allow
+        )
+        if len(self.tools_ok) < 4096:
+            self.tools_ok[name] = ok
+        return ok
 
     def path_check(self, ctx: PathContext, access: str) -> PathCheck:
         """Deny matcher and allow matchers for ``access`` (``read``/``write``) under ``ctx``."""
