@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.charter-installed
 
-.PHONY: demo test lint typecheck pytest bench clean services
+.PHONY: demo test lint typecheck pytest bench clean services mcp-npm
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,26 @@ services:
 	@for i in 1 2 3 4 5 6 7 8 9 10; do pg_isready -q -h 127.0.0.1 && exit 0; sleep 1; done; \
 	  echo "PostgreSQL did not become ready on 127.0.0.1:5432" >&2; exit 1
 
-pytest: $(STAMP) services
+# npm MCP servers for tests/agent/test_mcp_npm.py, installed with `npm ci` from the pinned
+# lock in tests/agent/mcp_npm/ into a cache outside the repo; a no-op while the installed
+# lock matches. Without npm: an error under CI=true, a notice otherwise (the tests skip).
+MCP_NPM_SRC := tests/agent/mcp_npm
+MCP_NPM_DIR ?= $(or $(CHARTER_MCP_NPM_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/charter/npm)
+
+mcp-npm:
+	@if cmp -s $(MCP_NPM_SRC)/package-lock.json "$(MCP_NPM_DIR)/.installed-lock.json" \
+	  && [ -x "$(MCP_NPM_DIR)/node_modules/.bin/mcp-server-filesystem" ]; then exit 0; fi; \
+	if ! command -v npm >/dev/null 2>&1; then \
+	  if [ "$$CI" = true ]; then echo "mcp-npm: npm is required (CI=true)" >&2; exit 1; fi; \
+	  echo "mcp-npm: npm not found; the npm MCP server tests will be skipped" >&2; exit 0; \
+	fi; \
+	echo "mcp-npm: installing into $(MCP_NPM_DIR)"; \
+	mkdir -p "$(MCP_NPM_DIR)" && rm -f "$(MCP_NPM_DIR)/.installed-lock.json" \
+	  && cp $(MCP_NPM_SRC)/package.json $(MCP_NPM_SRC)/package-lock.json "$(MCP_NPM_DIR)/" \
+	  && npm ci --prefix "$(MCP_NPM_DIR)" --no-audit --no-fund --loglevel=error \
+	  && cp $(MCP_NPM_SRC)/package-lock.json "$(MCP_NPM_DIR)/.installed-lock.json"
+
+pytest: $(STAMP) services mcp-npm
 	$(BIN)/pytest
 
 test: lint typecheck pytest

@@ -8,7 +8,9 @@ with :func:`charter.policy.decide_current_resource`) is never started.
 Side-effect levels come from the MCP tool annotations: ``open_world_hint`` -> ``network``,
 ``read_only_hint`` -> ``read_only``, an explicit closed-world write -> ``workspace_write``,
 and an unannotated tool declares nothing, so it counts as ``network``. A server spec may
-override per tool with ``annotations: {tool: {...charter annotations...}}``.
+override per tool with ``annotations: {tool: {...charter annotations...}}``, e.g. to declare
+``path_args`` so the policy's path rules apply to the tool's arguments; an override that
+names no ``side_effect_level`` keeps the level derived from the MCP annotations.
 """
 
 from __future__ import annotations
@@ -49,7 +51,9 @@ def annotations_from_mcp(
             level = SideEffectLevel.WORKSPACE_WRITE
     base = ToolAnnotations(side_effect_level=level, kind="other", mcp_server=server)
     if override:
-        custom = ToolAnnotations.from_dict(override)
+        custom = ToolAnnotations.from_dict({"kind": "other", **override})
+        if "side_effect_level" not in override:
+            custom = replace(custom, side_effect_level=level)
         base = replace(custom, mcp_server=server)
     return base
 
@@ -67,42 +71,84 @@ def _render_result(result: Any) -> Any:
     return {"status": "ok", "result": structured}
 
 
+class McpServerError(RuntimeError):
+    """An allowed MCP server could not be started, reached, initialised or listed."""
+
+
+#: ``transport`` values of a server spec (default: ``http`` with a ``url``, else ``stdio``).
+_TRANSPORTS = {
+    "stdio": "stdio",
+    "http": "http",
+    "streamable-http": "http",
+    "streamable_http": "http",
+}
+
+
+def _first_leaf(exc: BaseException) -> BaseException:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 async def connect_servers(
     servers: Sequence[Mapping[str, Any]] | Mapping[str, Any],
     stack: contextlib.AsyncExitStack,
 ) -> list[Tool]:
-    """Start each allowed server in ``stack`` and return its tools as charter Tools."""
-    from mcp import ClientSession
+    """Start each allowed server in ``stack`` and return its tools as charter Tools.
 
+    A server that fails to start, connect, initialise or list its tools raises
+    :class:`McpServerError` naming it (not the transport's bare task-group error).
+    """
     tools: list[Tool] = []
     for spec in _spec_list(servers):
         name = canonical_name(str(spec["name"]))
         if not decide_current_resource("mcp_servers", name).allowed:
             continue  # dispatch_mcp: a denied server is filtered out, never started
-        transport = spec.get("transport", "http" if spec.get("url") else "stdio")
-        if transport == "stdio":
-            from mcp.client.stdio import StdioServerParameters, stdio_client
-
-            params = StdioServerParameters(
-                command=spec["command"],
-                args=list(spec.get("args") or []),
-                env=spec.get("env"),
-                cwd=spec.get("cwd"),
-            )
-            read, write = await stack.enter_async_context(stdio_client(params))
-        elif transport == "http":
-            from mcp.client.streamable_http import streamable_http_client
-
-            read, write = await stack.enter_async_context(streamable_http_client(spec["url"]))
-        else:
-            raise ValueError(f"mcp_servers: unknown transport {transport!r}")
-        session = await stack.enter_async_context(ClientSession(read, write))
-        await session.initialize()
-        listing = await session.list_tools()
+        given = spec.get("transport", "http" if spec.get("url") else "stdio")
+        transport = _TRANSPORTS.get(str(given))
+        if transport is None:
+            raise ValueError(f"mcp_servers: unknown transport {given!r}")
+        try:
+            async with contextlib.AsyncExitStack() as attempt:
+                session, listing = await _open(spec, transport, attempt)
+                opened = attempt.pop_all()  # connected: the caller's stack closes it
+        except Exception as exc:
+            where = spec.get("url") if transport == "http" else spec.get("command")
+            leaf = _first_leaf(exc)
+            raise McpServerError(
+                f"mcp_servers: server {name!r} ({where}) failed to start: "
+                f"{type(leaf).__name__}: {leaf}"
+            ) from leaf
+        stack.push_async_exit(opened)
         overrides = spec.get("annotations") or {}
         for mcp_tool in listing.tools:
             tools.append(_wrap(session, name, mcp_tool, overrides.get(mcp_tool.name)))
     return tools
+
+
+async def _open(
+    spec: Mapping[str, Any], transport: str, stack: contextlib.AsyncExitStack
+) -> tuple[Any, Any]:
+    """Connect to one server in ``stack``: its initialised session and ``tools/list``."""
+    from mcp import ClientSession
+
+    if transport == "stdio":
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(
+            command=spec["command"],
+            args=list(spec.get("args") or []),
+            env=spec.get("env"),
+            cwd=spec.get("cwd"),
+        )
+        read, write = await stack.enter_async_context(stdio_client(params))
+    else:
+        from mcp.client.streamable_http import streamable_http_client
+
+        read, write = await stack.enter_async_context(streamable_http_client(spec["url"]))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()
+    return session, await session.list_tools()
 
 
 def _wrap(session: Any, server: str, mcp_tool: Any, override: Mapping[str, Any] | None) -> Tool:
