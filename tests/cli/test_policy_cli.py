@@ -199,7 +199,7 @@ def test_show(files: dict[str, Path], tmp_path: Path) -> None:
 
 
 def test_demo_runs(tmp_path: Path) -> None:
-    r = charter("demo", "--json", cwd=tmp_path)
+    r = charter("demo", "--policy-only", "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     steps = json.loads(r.stdout)
     by_step = {s["step"]: s for s in steps}

@@ -22,7 +22,7 @@ from .providers import (
     get_provider,
 )
 from .result import STATUSES, AgentResult, LlmStats, ToolStats, TurnResult
-from .scoping import PersonaRun, Stage, current_persona_run, persona, step
+from .scoping import PersonaRun, Stage, current_persona_run, persona, persona_stages, step
 from .tools import Tool, make_tool, tool
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "get_provider",
     "make_tool",
     "persona",
+    "persona_stages",
     "skill_tool",
     "step",
     "tool",

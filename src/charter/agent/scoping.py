@@ -151,6 +151,25 @@ def persona(
 
 
 @contextlib.contextmanager
+def persona_stages(
+    name: str, stages: Sequence[Stage | Mapping[str, Any]] = ()
+) -> Iterator[PersonaRun]:
+    """Apply ``stages`` to ``@step`` s run in the block, without pushing a persona frame.
+
+    For hosts (``charter.run``) that push the persona's own frame themselves, or adopt a
+    handoff's ``policy_override`` in its place.
+    """
+    parsed = [Stage.parse(s) for s in stages]
+    _validate(name, None, parsed)
+    run = PersonaRun(name, {s.name: s for s in parsed})
+    token = _RUN.set(run)
+    try:
+        yield run
+    finally:
+        _RUN.reset(token)
+
+
+@contextlib.contextmanager
 def _stage(name: str) -> Iterator[None]:
     run = _RUN.get()
     stage = run.stages.get(name) if run is not None else None

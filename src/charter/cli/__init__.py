@@ -16,13 +16,24 @@ from charter import __version__
 # name -> (module, attribute, short help shown by --help without importing the module)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "policy": ("charter.cli.policy_cmd", "policy", "Explain and show capability policies."),
-    "demo": ("charter.cli.demo_cmd", "demo", "Walk through the policy core on built-in examples."),
+    "demo": (
+        "charter.cli.demo_cmd",
+        "demo",
+        "Run the end-to-end demo (--policy-only: the policy core).",
+    ),
     "persona": (
         "charter.cli.persona_cmd",
         "persona",
         "Validate, list and inspect personas (charter.toml, persona files, .personas/).",
     ),
     "init": ("charter.cli.init_cmd", "init", "Scaffold charter.toml and .personas/ here."),
+    "approve": ("charter.cli.approve_cmd", "approve", "Approve a pending call of a persona run."),
+    "deny": ("charter.cli.approve_cmd", "deny", "Deny a pending call of a persona run."),
+    "serve": (
+        "charter.cli.serve_cmd",
+        "serve",
+        "Run personas continuously: schedules, webhooks, handoffs, GET /status.",
+    ),
 }
 
 

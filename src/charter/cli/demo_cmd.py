@@ -112,9 +112,55 @@ def _walkthrough(workspace: Path) -> list[dict[str, Any]]:
 
 
 @click.command()
+@click.option(
+    "--policy-only",
+    is_flag=True,
+    help="Only the policy walk-through (no runs, no state).",
+)
+@click.option(
+    "--pack",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Template pack to run (default: examples/personas of this checkout).",
+)
+@click.option(
+    "--state-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Keep the demo's SQLite state here (default: a temporary directory).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print stable JSON.")
-def demo(as_json: bool) -> None:
-    """Decide a series of calls under a persona policy, a stage, a handoff and an agent scope."""
+def demo(policy_only: bool, pack: Path | None, state_dir: Path | None, as_json: bool) -> None:
+    """The end-to-end demo: personas validated, run, approved, refused, handed off,
+    paused and resumed, stopped by a budget (mock model, SQLite). ``--policy-only``: the
+    policy core's walk-through."""
+    if not policy_only:
+        from charter.cli.demo_e2e import DemoError, run_demo
+
+        try:
+            steps = run_demo(
+                pack=pack, state_dir=state_dir, echo=(lambda _line: None) if as_json else click.echo
+            )
+        except DemoError as exc:
+            click.echo(f"error: demo failed: {exc}", err=True)
+            raise SystemExit(1) from None
+        if as_json:
+            emit_json(
+                [
+                    {
+                        "step": s.title,
+                        "command": ["charter", *s.command],
+                        "exit_code": s.exit_code,
+                        "stdout": s.stdout,
+                    }
+                    for s in steps
+                ]
+            )
+        return
+    _policy_walkthrough(as_json)
+
+
+def _policy_walkthrough(as_json: bool) -> None:
     with tempfile.TemporaryDirectory(prefix="charter-demo-") as tmp:
         steps = _walkthrough(Path(tmp))
     if as_json:

@@ -315,9 +315,11 @@ __all__ = [
 
 def _register_runtime_commands() -> None:
     # The runtime's commands (status, tick, trigger, ...) live in their own module.
+    from charter.cli.persona_run_cmd import register as register_run
     from charter.cli.persona_runtime_cmd import register
 
     register(persona)
+    register_run(persona)
 
 
 _register_runtime_commands()

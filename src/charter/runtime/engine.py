@@ -648,12 +648,23 @@ class PersonaRuntime:
 
         return self._control(name, "enable", at, body)
 
-    def resume(self, name: str, *, at: datetime) -> ControlReceipt:
+    def resume(
+        self,
+        name: str,
+        *,
+        at: datetime,
+        execute: Callable[[RunReceipt, dict[str, Any]], RunReceipt] | None = None,
+    ) -> ControlReceipt:
         """Set the persona back to idle and drain its queue once, in arrival order.
 
         Each queued item runs in its own transaction under the normal lease and budget
         checks with its original cost; items refused by the budget (or a busy lease) stay
         queued. A drain interrupted by a crash is continued by the next ``resume``.
+
+        With ``execute``, each admitted item is held (receipt ``started``) and
+        ``execute(receipt, queued_item)`` runs it (and must finish it) before the next
+        item is offered; its returned receipt is reported. ``charter.run`` uses this to
+        run the entry workflow for drained work.
         """
         start = self._control(name, "resume", at, self._resume_body(name))
         if start.lifecycle != "draining":
@@ -664,11 +675,13 @@ class PersonaRuntime:
         for queued in pending:
 
             def drain(batch: Batch, queued: dict[str, Any] = queued) -> RunReceipt | None:
-                return self._drain_one(batch, name, queued)
+                return self._drain_one(batch, name, queued, hold=execute is not None)
 
             receipt = self.transact(at, drain)
             if receipt is None:
                 break
+            if execute is not None and receipt.status is ReceiptStatus.STARTED:
+                receipt = execute(receipt, dict(queued))
             drained.append(receipt)
             event_ids.extend(receipt.event_ids)
 
@@ -704,7 +717,9 @@ class PersonaRuntime:
 
         return body
 
-    def _drain_one(self, batch: Batch, name: str, queued: dict[str, Any]) -> RunReceipt | None:
+    def _drain_one(
+        self, batch: Batch, name: str, queued: dict[str, Any], *, hold: bool = False
+    ) -> RunReceipt | None:
         state = batch.state(name)
         if state.control != "draining":
             return None  # paused or disabled again meanwhile
@@ -719,7 +734,7 @@ class PersonaRuntime:
             queued.get("kind"),
             dict(queued.get("metadata") or {}),
         )
-        receipt = self._submit(batch, name, item, False, None, True)
+        receipt = self._submit(batch, name, item, hold, None, True)
         return receipt
 
     # -- inbox -------------------------------------------------------------

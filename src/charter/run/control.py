@@ -1,0 +1,51 @@
+"""The mutable state one run shares between its gate, its model router and its context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .budget import BudgetStop, LiveBudget
+from .receipts import ReceiptLog
+
+
+@dataclass
+class HandoffIntent:
+    """A handoff the workflow asked for; routed when the run ends (see ``RunContext.handoff``)."""
+
+    kind: str
+    payload: dict[str, Any]
+    summary: str | None = None
+    policy_override: dict[str, Any] | None = None
+    facts: dict[str, bool] = field(default_factory=dict)
+
+
+@dataclass
+class RunControl:
+    persona: str
+    run_id: str
+    tier: str
+    receipts: ReceiptLog
+    budget: LiveBudget
+    calls: int = 0
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    dry_runs: list[dict[str, Any]] = field(default_factory=list)
+    proposals: list[dict[str, Any]] = field(default_factory=list)
+    denied: list[dict[str, Any]] = field(default_factory=list)
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    escalations: int = 0
+    approval_denied: bool = False
+    stop: BudgetStop | None = None
+    fatal: str | None = None
+    handoffs: list[HandoffIntent] = field(default_factory=list)
+
+    def next_call_id(self) -> str:
+        self.calls += 1
+        return f"call_{self.calls}"
+
+    @property
+    def stopping(self) -> bool:
+        return self.stop is not None or self.fatal is not None
+
+
+__all__ = ["HandoffIntent", "RunControl"]

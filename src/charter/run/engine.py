@@ -1,0 +1,627 @@
+"""``run_persona``: admission by the runtime, then the entry workflow under the charter."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import inspect
+import json
+import time
+import traceback
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from charter.agent import builtin_tools, get_provider, persona_stages
+from charter.manifest import Persona
+from charter.policy import make_context, with_execution_policy
+from charter.runtime import (
+    BUILTIN_PREDICATES,
+    Batch,
+    Handoff,
+    HandoffError,
+    Kind,
+    ReceiptStatus,
+    RouteContext,
+    RunReceipt,
+    WorkItem,
+    adopt_handoff_policy,
+    dispatch_handoff,
+    format_time,
+    select_route,
+)
+from charter.runtime.budget import spent_in_windows
+
+from .approvals import InteractiveApprover
+from .autonomy import AutonomyGate, durable_wait
+from .budget import LiveBudget
+from .context import RunContext, TriggerEnvelope
+from .control import HandoffIntent, RunControl
+from .errors import PricingError, ReceiptError, RunError, RunStopped, WorkflowLoadError
+from .events import RunKind
+from .loader import load_context_packs, load_workflow
+from .models import ModelRouter
+from .receipts import ReceiptLog
+from .session import RunOptions, Session, session_scope
+from .tiers import effective_tier
+
+#: Statuses after which ``charter persona run`` exits 0.
+OK_STATUSES = frozenset({"completed", "queued", "duplicate"})
+
+
+@dataclass
+class RunResult:
+    """The run record: admission, what the workflow did, receipts, spend and snapshots."""
+
+    status: str
+    persona: str
+    work_key: str | None
+    run_id: str | None = None
+    admission: dict[str, Any] = field(default_factory=dict)
+    trigger: dict[str, Any] | None = None
+    autonomy: dict[str, Any] = field(default_factory=dict)
+    receipt_policy: str | None = None
+    result: Any = None
+    error: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    dry_runs: list[dict[str, Any]] = field(default_factory=list)
+    proposals: list[dict[str, Any]] = field(default_factory=list)
+    denied: list[dict[str, Any]] = field(default_factory=list)
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    handoffs: list[dict[str, Any]] = field(default_factory=list)
+    receipts: list[dict[str, Any]] = field(default_factory=list)
+    budget: dict[str, Any] = field(default_factory=dict)
+    budget_stop: dict[str, Any] | None = None
+    stages: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    persona_runtime: list[dict[str, Any]] = field(default_factory=list)
+    finish: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status in OK_STATUSES
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def record(self) -> dict[str, Any]:
+        """The compact record stored as ``persona.run.recorded`` (no transcripts)."""
+        out = self.to_dict()
+        out["receipts"] = [
+            {k: r.get(k) for k in ("receipt_id", "kind", "event_id")} for r in self.receipts
+        ]
+        record: dict[str, Any] = _jsonable(out)
+        return record
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def runtime_snapshot(session: Session, name: str, at: datetime, phase: str) -> dict[str, Any]:
+    """A ``persona_runtime[]`` entry: lifecycle, budget, handoffs and receipts at ``at``."""
+    status = session.runtime.status(name, now=at).to_dict()
+    counters = status["counters"]
+    return {
+        "phase": phase,
+        "persona": name,
+        "version": status["version"],
+        "at": status["at"],
+        "lifecycle": status["lifecycle"],
+        "budget": status["budget"],
+        "queue": status["queue"]["count"],
+        "handoffs": {
+            "inbox": [h["handoff_id"] for h in status["inbox"]["items"]],
+            "dispatched": counters.get("handoffs_dispatched", 0),
+        },
+        "receipts": {
+            "value_receipts": status["value_receipts"]["count"],
+            "last_budget_receipt_id": status["budget"]["last_receipt_id"],
+        },
+        "last_run": status["last_run"],
+        "last_event_id": status["last_event_id"],
+    }
+
+
+def _stages(persona: Persona) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for stage in persona.stages:
+        on_exit: dict[str, str] = {}
+        if stage.on_exit is not None:
+            if stage.on_exit.on_complete:
+                on_exit["on_complete"] = stage.on_exit.on_complete
+            if stage.on_exit.on_failure:
+                on_exit["on_failure"] = stage.on_exit.on_failure
+        out.append(
+            {
+                "name": stage.name,
+                "allowed_tools": None if stage.allowed_tools is None else list(stage.allowed_tools),
+                "side_effect_level": stage.side_effect_level.label
+                if stage.side_effect_level is not None
+                else None,
+                "max_iterations": stage.max_iterations,
+                "on_exit": on_exit,
+            }
+        )
+    return out
+
+
+@contextlib.contextmanager
+def _policy_stack(
+    persona: Persona, inbox_item: Mapping[str, Any] | None
+) -> Iterator[list[dict[str, Any]]]:
+    """Persona frame, then (handoff runs) the override replacing it, then stages for @step."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(
+            with_execution_policy(
+                persona.effective_policy, label=f"persona:{persona.name}", kind="persona"
+            )
+        )
+        if inbox_item is not None:
+            stack.enter_context(adopt_handoff_policy(inbox_item))
+        run = stack.enter_context(persona_stages(persona.name, _stages(persona)))
+        yield run.receipts
+
+
+def _invoke(func: Any, ctx: RunContext) -> Any:
+    value = func(ctx)
+    if inspect.iscoroutine(value):
+        value = asyncio.run(value)
+    return value
+
+
+def _custom_predicates(session: Session, persona: str, intent: HandoffIntent) -> dict[str, Any]:
+    names: set[str] = set()
+    for route in session.manifest.routes_from(persona):
+        names.update(step.when for step in route.route if step.when not in BUILTIN_PREDICATES)
+    names.update(intent.facts)
+    return {name: _constant(bool(intent.facts.get(name, False))) for name in names}
+
+
+def _constant(value: bool) -> Any:
+    def predicate(_handoff: Handoff, _context: RouteContext) -> bool:
+        return value
+
+    return predicate
+
+
+def _route_override(
+    session: Session, handoff: Handoff, context: RouteContext
+) -> dict[str, Any] | None:
+    selected = select_route(session.runtime.routes, handoff, context)
+    if selected is None:
+        return None
+    for route in session.manifest.handoff_routes:
+        if route.id == selected.route_id and selected.rule_index < len(route.route):
+            override = route.route[selected.rule_index].policy_override
+            return override.to_dict() if override is not None else None
+    return None
+
+
+def _dispatch_handoffs(
+    session: Session, persona: Persona, control: RunControl, at: datetime
+) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    exhausted = control.stop is not None
+    for intent in control.handoffs:
+        context = RouteContext(
+            budget_exhausted=exhausted,
+            approval_denied=control.approval_denied,
+            predicates=_custom_predicates(session, persona.name, intent),
+        )
+        handoff = Handoff(
+            intent.kind,
+            persona.name,
+            {**intent.payload, "run_id": control.run_id},
+            intent.summary,
+            intent.policy_override,
+        )
+        try:
+            if handoff.policy_override is None:
+                override = _route_override(session, handoff, context)
+                if override is not None:
+                    handoff = dataclasses.replace(handoff, policy_override=override)
+            record = dispatch_handoff(session.runtime, handoff, at=at, context=context)
+        except HandoffError as exc:
+            out.append({"status": "unrouted", "kind": intent.kind, "error": str(exc)})
+            continue
+        out.append({"status": "dispatched", **record.to_dict()})
+    return out
+
+
+def execute_admitted(
+    session: Session,
+    persona: Persona,
+    admission: RunReceipt,
+    envelope: TriggerEnvelope,
+    inbox_item: Mapping[str, Any] | None = None,
+) -> RunResult:
+    """Run the entry workflow of an admitted (held) run, then finish it in the runtime."""
+    options = session.options
+    runtime = session.runtime
+    clock = options.clock()
+    name = persona.name
+    run_id = admission.run_id
+    assert run_id is not None, "an admitted run has a run id"
+    started = time.monotonic()
+    elapsed = options.elapsed or (lambda: time.monotonic() - started)
+    result = RunResult(
+        status="running",
+        persona=name,
+        work_key=admission.work_key,
+        run_id=run_id,
+        admission=admission.to_dict(),
+        trigger=envelope.to_dict(),
+        receipt_policy=persona.receipt_policy.value,
+    )
+    runtime.heartbeat(name, run_id, at=clock())
+    result.persona_runtime.append(runtime_snapshot(session, name, clock(), "started"))
+
+    tier, reason = effective_tier(
+        persona.autonomy_tier.value, persona.rollout_policy, envelope.work_key, options.tier
+    )
+    result.autonomy = {"declared": persona.autonomy_tier.value, "effective": tier, "reason": reason}
+    state = runtime.state(name)
+    now = clock()
+    hour_usd, day_usd, day_tokens = spent_in_windows(state.spend, now)
+    budget = LiveBudget(
+        persona.budget,
+        session.prices,
+        hour_usd=hour_usd,
+        day_usd=day_usd,
+        day_tokens=day_tokens,
+        hour_window=now.strftime("%Y-%m-%dT%H"),
+        day_window=now.strftime("%Y-%m-%d"),
+        elapsed=elapsed,
+    )
+    receipts = ReceiptLog(runtime, name, run_id, persona.receipt_policy.value, clock)
+    control = RunControl(name, run_id, tier, receipts, budget)
+    workspace = Path(options.workspace) if options.workspace is not None else session.base
+    lease_ttl = runtime.spec(name).lease_ttl_seconds
+    approver = options.approver
+    gate = AutonomyGate(
+        control,
+        context=make_context(str(workspace)),
+        approver=approver,
+        wait=durable_wait(
+            control,
+            timeout=options.approval_timeout,
+            heartbeat=lambda: _heartbeat(runtime, name, run_id, clock()),
+            heartbeat_every=max(1.0, lease_ttl / 3),
+        ),
+        notify=options.notify,
+    )
+    error: str | None = None
+    status = "completed"
+    stage_receipts: list[dict[str, Any]] = []
+    try:
+        spec = options.provider_spec()
+        provider = get_provider(spec)
+        router = ModelRouter(
+            persona.model_policy,
+            control,
+            provider,
+            model_override=options.model,
+            frontier_escalations=persona.budget.frontier_escalations,
+        )
+        packs = load_context_packs(persona, session.base)
+        func = load_workflow(persona, session.base)
+        ctx = RunContext(
+            persona=persona,
+            run_id=run_id,
+            trigger=envelope,
+            tier=tier,
+            context_packs=packs,
+            workspace=workspace,
+            pack_dir=session.base,
+            control=control,
+            gate=gate,
+            router=router,
+            provider_spec=spec,
+            tools=builtin_tools(str(workspace)),
+        )
+        with _policy_stack(persona, inbox_item) as stage_receipts:
+            result.result = _jsonable(_invoke(func, ctx))
+    except RunStopped as stopped:
+        status = stopped.status
+        error = str(stopped)
+    except (WorkflowLoadError, PricingError, ReceiptError) as exc:
+        status, error = "failed", str(exc)
+    except Exception as exc:
+        status = "failed"
+        tb = traceback.extract_tb(exc.__traceback__)
+        where = f" ({tb[-1].filename}:{tb[-1].lineno})" if tb else ""
+        error = f"{type(exc).__name__}: {exc}{where}"
+    if control.stop is not None:
+        status = "budget_exhausted"
+        error = control.stop.message
+    elif control.fatal is not None:
+        status, error = "failed", control.fatal
+    result.stages = _jsonable(stage_receipts)
+
+    if control.fatal is None:
+        result.handoffs = _dispatch_handoffs(session, persona, control, clock())
+    if control.stop is not None:
+        stop = control.stop
+        exhausted_payload = {
+            "work_key": envelope.work_key,
+            "source": envelope.source,
+            "run_id": run_id,
+            "during_run": True,
+            **stop.to_payload(),
+        }
+
+        def body(batch: Batch) -> dict[str, Any]:
+            receipt_id = batch.new_id("budget")
+            event = batch.emit(
+                name, Kind.BUDGET_EXHAUSTED, {**exhausted_payload, "receipt_id": receipt_id}
+            )
+            return {"receipt_id": receipt_id, "event_id": event.event_id, **exhausted_payload}
+
+        result.budget_stop = runtime.transact(clock(), body)
+    try:
+        finish = runtime.finish_run(
+            name,
+            run_id,
+            at=clock(),
+            cost_usd=budget.run_usd,
+            tokens=budget.run_tokens,
+            error=None if status == "completed" else (error or status),
+        )
+        result.finish = finish.to_dict()
+    except RunError as exc:  # pragma: no cover - defensive
+        result.warnings.append(str(exc))
+    except Exception as exc:  # lease expired meanwhile, unknown run
+        result.warnings.append(f"could not finish run {run_id}: {exc}")
+        if status == "completed":
+            status, error = "failed", str(exc)
+
+    result.status = status
+    result.error = error
+    result.tool_calls = _jsonable(control.tool_calls)
+    result.dry_runs = _jsonable(control.dry_runs)
+    result.proposals = _jsonable(control.proposals)
+    result.denied = _jsonable(control.denied)
+    result.approvals = _jsonable(control.approvals)
+    result.receipts = _jsonable(receipts.receipts)
+    result.budget = budget.to_dict()
+    result.warnings.extend(budget.warnings + receipts.warnings)
+    result.persona_runtime.append(runtime_snapshot(session, name, clock(), "finished"))
+    try:
+        receipts.mechanism(RunKind.RUN_RECORDED, {"record": result.record()})
+    except ReceiptError as exc:
+        result.warnings.append(str(exc))
+    return result
+
+
+def _heartbeat(runtime: Any, name: str, run_id: str, at: datetime) -> None:
+    runtime.heartbeat(name, run_id, at=at)
+
+
+def _not_admitted(
+    receipt: RunReceipt, envelope: TriggerEnvelope, session: Session, at: datetime
+) -> RunResult:
+    result = RunResult(
+        status=receipt.status.value,
+        persona=receipt.persona,
+        work_key=receipt.work_key,
+        run_id=receipt.run_id,
+        admission=receipt.to_dict(),
+        trigger=envelope.to_dict(),
+        error=receipt.error,
+    )
+    if receipt.status is ReceiptStatus.BUDGET_EXHAUSTED:
+        result.budget_stop = {
+            "receipt_id": receipt.budget_receipt_id,
+            "reason": receipt.exhaustion_reason,
+            "during_run": False,
+            "message": receipt.error,
+        }
+    result.persona_runtime.append(runtime_snapshot(session, receipt.persona, at, "refused"))
+    return result
+
+
+def run_in_session(
+    session: Session,
+    name: str,
+    *,
+    provider: str | None = None,
+    kind: str | None = None,
+    metadata: Mapping[str, str] | None = None,
+    payload: Mapping[str, Any] | None = None,
+    schedule: bool = False,
+    work_key: str | None = None,
+) -> RunResult:
+    """Admit one unit of work for ``name`` and, when admitted, run its entry workflow."""
+    persona = session.persona(name)
+    runtime = session.runtime
+    options = session.options
+    at = options.clock()()
+    stamp = format_time(at)
+    if provider is not None:
+        receipt = runtime.trigger(
+            name,
+            provider=provider,
+            kind=kind,
+            at=at,
+            metadata=metadata,
+            payload=payload,
+            force=options.force,
+            hold=True,
+        )
+        envelope = TriggerEnvelope(
+            "trigger",
+            receipt.work_key or "",
+            stamp,
+            provider,
+            kind or _started_kind(session, name, receipt),
+            dict(_started_metadata(session, name, receipt, metadata)),
+            dict(payload) if payload is not None else None,
+        )
+    elif schedule:
+        receipt = runtime.tick(name, at=at, work_key=work_key, hold=True)
+        envelope = TriggerEnvelope("schedule", receipt.work_key or "", stamp)
+    else:
+        key = work_key or f"manual:{name}:{at.strftime('%Y-%m-%dT%H:%MZ')}"
+        receipt = runtime.submit(name, WorkItem(key, "manual"), at=at, hold=True)
+        envelope = TriggerEnvelope("manual", key, stamp)
+    if receipt.status is not ReceiptStatus.STARTED:
+        return _not_admitted(receipt, envelope, session, at)
+    return execute_admitted(session, persona, receipt, envelope)
+
+
+def _started_event(session: Session, name: str, receipt: RunReceipt) -> dict[str, Any]:
+    ids = set(receipt.event_ids)
+    for event in session.log.read(after=min(ids) - 1 if ids else 0, persona=name):
+        if event.event_id in ids and event.kind == Kind.RUN_STARTED:
+            return dict(event.payload)
+    return {}
+
+
+def _started_kind(session: Session, name: str, receipt: RunReceipt) -> str | None:
+    value = _started_event(session, name, receipt).get("kind")
+    return str(value) if value else None
+
+
+def _started_metadata(
+    session: Session, name: str, receipt: RunReceipt, given: Mapping[str, str] | None
+) -> Mapping[str, str]:
+    data = _started_event(session, name, receipt).get("metadata")
+    return data if isinstance(data, dict) else dict(given or {})
+
+
+def run_handoff_in_session(session: Session, name: str, handoff_id: str) -> RunResult:
+    """Run an inbox handoff; its ``policy_override`` replaces the persona's policy."""
+    persona = session.persona(name)
+    runtime = session.runtime
+    at = session.options.clock()()
+    item = next((h for h in runtime.state(name).inbox if h["handoff_id"] == handoff_id), None)
+    if item is None:
+        raise RunError(f"{name}: no handoff {handoff_id!r} in the inbox")
+    receipt = runtime.accept_handoff(name, handoff_id, at=at, hold=True)
+    envelope = TriggerEnvelope(
+        "handoff",
+        receipt.work_key or f"handoff:{handoff_id}",
+        format_time(at),
+        kind=item.get("kind"),
+        payload=item.get("payload") or {},
+        handoff=item,
+    )
+    if receipt.status is not ReceiptStatus.STARTED:
+        return _not_admitted(receipt, envelope, session, at)
+    return execute_admitted(session, persona, receipt, envelope, item)
+
+
+def run_inbox_in_session(session: Session, name: str) -> list[RunResult]:
+    """Run every handoff waiting in ``name``'s inbox, oldest first."""
+    session.persona(name)
+    items = list(session.runtime.state(name).inbox)
+    return [run_handoff_in_session(session, name, h["handoff_id"]) for h in items]
+
+
+@dataclass
+class ResumeResult:
+    control: dict[str, Any]
+    runs: list[RunResult]
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.runs)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"control": self.control, "runs": [r.to_dict() for r in self.runs]}
+
+
+def resume_in_session(session: Session, name: str) -> ResumeResult:
+    """Resume a paused persona and run each queued item's workflow as it is drained."""
+    persona = session.persona(name)
+    at = session.options.clock()()
+    runs: list[RunResult] = []
+
+    def execute(receipt: RunReceipt, item: dict[str, Any]) -> RunReceipt:
+        envelope = TriggerEnvelope(
+            "queue",
+            receipt.work_key or item["work_key"],
+            format_time(at),
+            item.get("provider"),
+            item.get("kind"),
+            dict(item.get("metadata") or {}),
+        )
+        result = execute_admitted(session, persona, receipt, envelope)
+        runs.append(result)
+        fin = result.finish or {}
+        return dataclasses.replace(
+            receipt,
+            status=ReceiptStatus.COMPLETED
+            if result.status == "completed"
+            else ReceiptStatus.FAILED,
+            error=result.error,
+            event_ids=tuple(receipt.event_ids) + tuple(fin.get("event_ids") or ()),
+        )
+
+    control = session.runtime.resume(name, at=at, execute=execute)
+    return ResumeResult(control.to_dict(), runs)
+
+
+# -- one-call API -------------------------------------------------------------------
+
+
+def run_persona(
+    name: str,
+    *,
+    provider: str | None = None,
+    kind: str | None = None,
+    metadata: Mapping[str, str] | None = None,
+    payload: Mapping[str, Any] | None = None,
+    handoff_id: str | None = None,
+    schedule: bool = False,
+    work_key: str | None = None,
+    options: RunOptions | None = None,
+) -> RunResult:
+    """Wake ``name`` (a trigger, a schedule, an inbox handoff, or by hand) and run it.
+
+    Admission is the runtime's (pause, disable, lease, duplicate, budget); an admitted run
+    executes the persona's entry workflow in-process under its charter. Raises
+    :class:`RunError` for bad input (unknown persona, invalid manifest).
+    """
+    with session_scope(options or RunOptions()) as session:
+        if handoff_id is not None:
+            return run_handoff_in_session(session, name, handoff_id)
+        return run_in_session(
+            session,
+            name,
+            provider=provider,
+            kind=kind,
+            metadata=metadata,
+            payload=payload,
+            schedule=schedule,
+            work_key=work_key,
+        )
+
+
+def resume_persona(name: str, *, options: RunOptions | None = None) -> ResumeResult:
+    with session_scope(options or RunOptions()) as session:
+        return resume_in_session(session, name)
+
+
+def interactive_approver() -> InteractiveApprover:
+    return InteractiveApprover()
+
+
+__all__ = [
+    "OK_STATUSES",
+    "ResumeResult",
+    "RunResult",
+    "execute_admitted",
+    "interactive_approver",
+    "resume_in_session",
+    "resume_persona",
+    "run_handoff_in_session",
+    "run_in_session",
+    "run_inbox_in_session",
+    "run_persona",
+    "runtime_snapshot",
+]

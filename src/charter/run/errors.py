@@ -1,0 +1,52 @@
+"""Errors of ``charter.run``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RunError(Exception):
+    """A run cannot start: unknown persona, invalid manifest, bad input (the caller's fault)."""
+
+
+class ManifestInvalid(RunError):
+    """The manifest does not validate; a persona never runs under a charter that fails checks."""
+
+
+class WorkflowLoadError(RunError):
+    """The entry workflow or a context pack cannot be loaded."""
+
+
+class ReceiptError(RuntimeError):
+    """A receipt the persona's ``receipt_policy = "required"`` demands could not be written."""
+
+
+class PricingError(RuntimeError):
+    """The price table is malformed, or (strict mode) a model has no price."""
+
+
+class ApprovalError(RunError):
+    """An approval cannot be resolved: unknown, already resolved, or its run is not live."""
+
+
+class RunStopped(BaseException):
+    """Raised into a workflow when the run must stop (budget exhausted, receipts failing).
+
+    A ``BaseException`` so that a workflow's ``except Exception`` does not swallow it.
+    """
+
+    def __init__(self, status: str, detail: dict[str, Any]) -> None:
+        super().__init__(f"{status}: {detail.get('message') or detail.get('reason')}")
+        self.status = status
+        self.detail = detail
+
+
+__all__ = [
+    "ApprovalError",
+    "ManifestInvalid",
+    "PricingError",
+    "ReceiptError",
+    "RunError",
+    "RunStopped",
+    "WorkflowLoadError",
+]

@@ -1,0 +1,375 @@
+"""``charter serve``: a small supervisor on the embedded defaults.
+
+- **Schedules**: each persona's cron schedules fire at their scheduled minute (the work
+  key is ``schedule:<persona>:<minute>``, not the wall-clock time, so there is no drift).
+  The last fired minute is read back from the event log, so a restart never fires a
+  minute twice; minutes missed while down are caught up once (the latest occurrence
+  only, within ``CATCH_UP``). A persona that never fired starts with the current minute.
+- **Webhooks** on ``POST /hooks/{provider}``: when ``CHARTER_WEBHOOK_SECRET_<PROVIDER>``
+  (or ``--secret``) is set, the GitHub-style ``X-Hub-Signature-256`` HMAC is verified
+  first; a bad or missing signature is a 401 and nothing is recorded. The payload is
+  normalised to a work key and offered to every persona that declares the trigger.
+- **Handoffs**: persona inboxes are run after every job.
+- ``GET /status``: every persona's status as JSON.
+- Graceful shutdown on SIGINT/SIGTERM: no new work is accepted; the job in flight finishes.
+
+All runs happen on one worker thread that owns the state store connection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import queue
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from cronsim import CronSim
+
+from charter.manifest.cron import expand
+from charter.runtime import (
+    PersonaRuntime,
+    TriggerError,
+    declares_trigger,
+    format_time,
+    normalize_trigger,
+    open_event_log,
+    parse_time,
+)
+from charter.runtime.clock import utc_now
+
+from .engine import RunResult, run_in_session, run_inbox_in_session
+from .session import RunOptions, Session, open_session, runtime_specs
+
+CATCH_UP = timedelta(hours=24)
+FIRST_GRACE = timedelta(seconds=60)
+SECRET_ENV = "CHARTER_WEBHOOK_SECRET_{}"
+_MINUTE = "%Y-%m-%dT%H:%MZ"
+
+
+def schedule_key(name: str, minute: datetime) -> str:
+    return f"schedule:{name}:{minute.strftime(_MINUTE)}"
+
+
+def last_fired(session: Session, name: str) -> datetime | None:
+    """The latest schedule minute recorded for ``name`` (any outcome), from the log."""
+    prefix = f"schedule:{name}:"
+    latest: datetime | None = None
+    for event in session.log.iter_all(persona=name):
+        key = event.payload.get("work_key")
+        if isinstance(key, str) and key.startswith(prefix):
+            minute = parse_time(key.removeprefix(prefix).replace("Z", ":00Z"))
+            if latest is None or minute > latest:
+                latest = minute
+    return latest
+
+
+def due_minute(
+    schedules: tuple[str, ...], now: datetime, after: datetime | None
+) -> datetime | None:
+    """The latest occurrence at or before ``now`` that is after ``after`` (and recent)."""
+    start = now.replace(second=0, microsecond=0) + timedelta(seconds=1)
+    best: datetime | None = None
+    for expr in schedules:
+        try:
+            occurrence = next(CronSim(expand(expr), start, reverse=True))
+        except StopIteration:
+            continue
+        if best is None or occurrence > best:
+            best = occurrence
+    if best is None:
+        return None
+    if after is None:  # never fired: only an occurrence of this very minute (or the last)
+        return best if best >= now - FIRST_GRACE else None
+    if best <= after or best < now - CATCH_UP:
+        return None
+    return best
+
+
+def verify_signature(secret: str | None, body: bytes, header: str | None) -> bool:
+    """GitHub's ``X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body>``."""
+    if not secret:
+        return True
+    if not header or not header.startswith("sha256="):
+        return False
+    expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, header.removeprefix("sha256="))
+
+
+@dataclass(frozen=True)
+class WebhookJob:
+    persona: str
+    provider: str
+    kind: str | None
+    payload: dict[str, Any]
+    metadata: dict[str, str]
+
+
+class Supervisor:
+    """Schedules, webhook jobs and handoff delivery over one session (one thread)."""
+
+    def __init__(self, session: Session, *, log_line: Callable[[str], None] = print) -> None:
+        self.session = session
+        self.log_line = log_line
+        self.fired: dict[str, datetime | None] = {
+            p.name: last_fired(session, p.name) for p in session.manifest.personas if p.schedules
+        }
+
+    def _say(self, what: str, result: RunResult | None = None) -> None:
+        at = format_time(self.session.options.clock()())
+        tail = ""
+        if result is not None:
+            tail = f" -> {result.status}" + (f" {result.run_id}" if result.run_id else "")
+            if result.error and result.status != "completed":
+                tail += f" ({result.error})"
+        self.log_line(f"{at} {what}{tail}")
+
+    def tick(self, now: datetime) -> list[RunResult]:
+        """Fire every schedule that is due at ``now``, then deliver handoffs."""
+        results: list[RunResult] = []
+        for persona in self.session.manifest.personas:
+            if not persona.schedules:
+                continue
+            minute = due_minute(persona.schedules, now, self.fired.get(persona.name))
+            if minute is None:
+                continue
+            self.fired[persona.name] = minute
+            key = schedule_key(persona.name, minute)
+            result = run_in_session(self.session, persona.name, schedule=True, work_key=key)
+            self._say(f"schedule {persona.name} {key}", result)
+            results.append(result)
+        results.extend(self.deliver())
+        return results
+
+    def next_due(self, now: datetime) -> datetime | None:
+        soonest: datetime | None = None
+        for persona in self.session.manifest.personas:
+            for expr in persona.schedules:
+                upcoming = next(CronSim(expand(expr), now))
+                if soonest is None or upcoming < soonest:
+                    soonest = upcoming
+        return soonest
+
+    def run_webhook(self, job: WebhookJob) -> RunResult:
+        result = run_in_session(
+            self.session,
+            job.persona,
+            provider=job.provider,
+            kind=job.kind,
+            metadata=job.metadata,
+            payload=job.payload,
+        )
+        self._say(f"webhook {job.provider} -> {job.persona} {result.work_key}", result)
+        self.deliver()
+        return result
+
+    def deliver(self) -> list[RunResult]:
+        """Run every persona's inbox handoffs (bounded: one pass)."""
+        results: list[RunResult] = []
+        for persona in self.session.manifest.personas:
+            if not self.session.runtime.state(persona.name).inbox:
+                continue
+            for result in run_inbox_in_session(self.session, persona.name):
+                self._say(f"handoff -> {persona.name} {result.work_key}", result)
+                results.append(result)
+        return results
+
+
+def match_personas(
+    session_or_manifest: Any, provider: str, kind: str | None, payload: Mapping[str, Any]
+) -> tuple[list[str], str]:
+    """Personas that declare this trigger, and its work key (raises TriggerError)."""
+    normalized = normalize_trigger(provider, kind, None, payload=payload)
+    manifest = getattr(session_or_manifest, "manifest", session_or_manifest)
+    names = [
+        p.name
+        for p in manifest.personas
+        if declares_trigger([str(t) for t in p.triggers], normalized.provider, normalized.kind)
+    ]
+    return names, normalized.work_key
+
+
+class Server:
+    """The HTTP front (webhooks, status) plus the worker thread."""
+
+    def __init__(
+        self,
+        options: RunOptions,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8787,
+        secrets: Mapping[str, str] | None = None,
+        log_line: Callable[[str], None] = print,
+    ) -> None:
+        self.options = options
+        self.log_line = log_line
+        self.secrets = {k.lower(): v for k, v in (secrets or {}).items()}
+        self.jobs: queue.Queue[WebhookJob] = queue.Queue()
+        self.stopping = threading.Event()
+        self.ready = threading.Event()
+        self.worker_error: BaseException | None = None
+        probe = open_session(options)  # validate the manifest and the store up front
+        self.manifest = probe.manifest
+        probe.close()
+        self.httpd = ThreadingHTTPServer((host, port), self._handler())
+        self.httpd.daemon_threads = True
+
+    @property
+    def address(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def secret_for(self, provider: str) -> str | None:
+        if provider.lower() in self.secrets:
+            return self.secrets[provider.lower()]
+        environ = os.environ if self.options.env is None else self.options.env
+        return environ.get(SECRET_ENV.format(provider.upper().replace("-", "_"))) or None
+
+    def status(self) -> dict[str, Any]:
+        personas, routes = runtime_specs(self.manifest)
+        log = open_event_log(
+            state_dir=self.options.state_dir, url=self.options.state_url, env=self.options.env
+        )
+        try:
+            runtime = PersonaRuntime(log, personas, routes=routes)
+            now = self.options.clock()()
+            return {
+                "at": format_time(now),
+                "queued_jobs": self.jobs.qsize(),
+                "personas": {name: runtime.status(name, now=now).to_dict() for name in personas},
+            }
+        finally:
+            log.close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def _send(self, code: int, data: Any) -> None:
+                body = json.dumps(data).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") == "/status":
+                    self._send(200, server.status())
+                else:
+                    self._send(404, {"error": "not found"})
+
+            def do_POST(self) -> None:
+                parts = self.path.strip("/").split("/")
+                if len(parts) != 2 or parts[0] != "hooks" or not parts[1]:
+                    self._send(404, {"error": "not found"})
+                    return
+                if server.stopping.is_set():
+                    self._send(503, {"error": "shutting down"})
+                    return
+                provider = parts[1].lower()
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length)
+                signature = self.headers.get("X-Hub-Signature-256")
+                if not verify_signature(server.secret_for(provider), body, signature):
+                    server.log_line(f"webhook {provider}: bad signature, refused (401)")
+                    self._send(401, {"error": "bad signature"})
+                    return
+                try:
+                    payload = json.loads(body or b"{}")
+                    if not isinstance(payload, dict):
+                        raise ValueError("a webhook payload must be a JSON object")
+                    kind = self.headers.get("X-GitHub-Event") if provider == "github" else None
+                    action = payload.get("action")
+                    if kind and isinstance(action, str) and kind == "pull_request":
+                        kind = f"pr_{action}"
+                    elif kind and isinstance(action, str) and kind == "check_run":
+                        kind = (
+                            "check_failed"
+                            if payload.get("check_run", {}).get("conclusion") == "failure"
+                            else f"check_{action}"
+                        )
+                    names, work_key = match_personas(server.manifest, provider, kind, payload)
+                except (ValueError, TriggerError) as exc:
+                    self._send(400, {"error": str(exc)})
+                    return
+                for name in names:
+                    server.jobs.put(WebhookJob(name, provider, kind, payload, {}))
+                self._send(202, {"work_key": work_key, "personas": names})
+
+        return Handler
+
+    def work(self) -> None:
+        session = open_session(self.options)
+        try:
+            supervisor = Supervisor(session, log_line=self.log_line)
+            self.ready.set()
+            while not self.stopping.is_set():
+                now = self.options.clock()()
+                supervisor.tick(now)
+                upcoming = supervisor.next_due(now)
+                wait = 1.0 if upcoming is None else (upcoming - utc_now()).total_seconds()
+                try:
+                    job = self.jobs.get(timeout=max(0.05, min(1.0, wait)))
+                except queue.Empty:
+                    continue
+                supervisor.run_webhook(job)
+        except BaseException as exc:  # reported by serve_forever's caller
+            self.worker_error = exc
+            self.ready.set()
+            self.stopping.set()
+        finally:
+            session.close()
+
+    def serve(self) -> None:
+        worker = threading.Thread(target=self.work, name="charter-serve-worker", daemon=True)
+        worker.start()
+        self.ready.wait()
+        http = threading.Thread(target=self.httpd.serve_forever, name="charter-serve-http")
+        http.daemon = True
+        http.start()
+        self.log_line(f"listening on {self.address} (POST /hooks/{{provider}}, GET /status)")
+        try:
+            self.stopping.wait()
+        finally:
+            self.log_line("shutting down: no new work; finishing the job in flight")
+            self.stopping.set()
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            worker.join()
+            self.log_line("stopped")
+        if self.worker_error is not None:
+            raise self.worker_error
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+
+def serve_once(options: RunOptions, *, log_line: Callable[[str], None] = print) -> list[RunResult]:
+    """Fire what is due at ``options.at`` (or now), deliver handoffs, and return."""
+    session = open_session(options)
+    try:
+        supervisor = Supervisor(session, log_line=log_line)
+        return supervisor.tick(options.clock()())
+    finally:
+        session.close()
+
+
+__all__ = [
+    "Server",
+    "Supervisor",
+    "due_minute",
+    "last_fired",
+    "schedule_key",
+    "serve_once",
+    "verify_signature",
+]

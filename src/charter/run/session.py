@@ -1,0 +1,174 @@
+"""A run session: the validated manifest, the runtime over the event log, the price table."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from charter.manifest import Manifest, Persona, load_manifest
+from charter.runtime import (
+    BudgetSpec,
+    EventLog,
+    HandoffRoute,
+    IdFactory,
+    PersonaRuntime,
+    PersonaRuntimeSpec,
+    RouteRule,
+    open_event_log,
+)
+from charter.runtime.clock import utc_now
+
+from .approvals import Approver
+from .errors import ManifestInvalid, RunError
+from .prices import PriceTable, load_prices
+
+LLM_ENV = "CHARTER_LLM"
+
+
+@dataclass
+class RunOptions:
+    """How runs are executed (everything optional; defaults are the embedded ones).
+
+    ``at`` freezes the clock (all events at that time); ``llm`` is the agent provider
+    (``mock``, ``mock:script.json``, ``openai``, ``anthropic``, ``ollama``; default
+    ``$CHARTER_LLM`` or ``mock``); ``model`` overrides ``model_policy.default_model``;
+    ``tier`` lowers the autonomy tier for the run; ``approver`` decides approvals locally
+    (else a durable approval in the log is awaited for ``approval_timeout`` seconds,
+    ``None`` = until decided); ``elapsed`` measures runtime for ``max_runtime_seconds``.
+    """
+
+    manifest: str | Path | None = None
+    state_dir: str | Path | None = None
+    state_url: str | None = None
+    env: Mapping[str, str] | None = None
+    at: datetime | None = None
+    llm: Any = None
+    model: str | None = None
+    tier: str | None = None
+    approver: Approver | None = None
+    approval_timeout: float | None = None
+    workspace: str | Path | None = None
+    ids: IdFactory | None = None
+    elapsed: Callable[[], float] | None = None
+    force: bool = False
+    holder: str = "charter-run"
+    notify: Callable[[str], None] = field(default=lambda _message: None)
+    log: EventLog | None = None  # an already open log (tests, serve)
+
+    def clock(self) -> Callable[[], datetime]:
+        at = self.at
+        if at is not None:
+            return lambda: at
+        return utc_now
+
+    def provider_spec(self) -> Any:
+        if self.llm is not None:
+            return self.llm
+        environ = os.environ if self.env is None else self.env
+        return environ.get(LLM_ENV) or "mock"
+
+
+@dataclass
+class Session:
+    manifest: Manifest
+    runtime: PersonaRuntime
+    prices: PriceTable
+    options: RunOptions
+    base: Path
+    owns_log: bool = True
+
+    @property
+    def log(self) -> EventLog:
+        return self.runtime.log
+
+    def persona(self, name: str) -> Persona:
+        persona = self.manifest.get(name)
+        if persona is None:
+            known = ", ".join(self.manifest.names) or "none"
+            raise RunError(f"unknown persona {name!r}; known personas: {known}")
+        return persona
+
+    def close(self) -> None:
+        if self.owns_log:
+            self.runtime.log.close()
+
+
+def runtime_specs(
+    manifest: Manifest,
+) -> tuple[dict[str, PersonaRuntimeSpec], tuple[HandoffRoute, ...]]:
+    """The runtime's view of a validated manifest."""
+    personas = {
+        p.name: PersonaRuntimeSpec(
+            name=p.name,
+            version=p.version,
+            triggers=tuple(str(t) for t in p.triggers),
+            schedules=p.schedules,
+            budget=BudgetSpec(
+                daily_usd=p.budget.daily_usd,
+                hourly_usd=p.budget.hourly_usd,
+                run_usd=p.budget.run_usd,
+                max_tokens=p.budget.max_tokens,
+            ),
+            handoffs=tuple(str(h) for h in p.handoffs),
+        )
+        for p in manifest.personas
+    }
+    routes = tuple(
+        HandoffRoute(
+            id=r.id,
+            kind=r.kind,
+            from_persona=r.from_persona,
+            rules=tuple(RouteRule(step.target.raw, step.when) for step in r.route),
+        )
+        for r in manifest.handoff_routes
+    )
+    return personas, routes
+
+
+def load_checked_manifest(path: str | Path | None) -> Manifest:
+    manifest = load_manifest(str(path) if path is not None else None)
+    if not manifest.ok:
+        raise ManifestInvalid("\n".join(str(err) for err in manifest.errors))
+    if not manifest.personas:
+        raise RunError("no personas found (pass --manifest PATH to a charter.toml)")
+    return manifest
+
+
+def open_session(options: RunOptions) -> Session:
+    manifest = load_checked_manifest(options.manifest)
+    personas, routes = runtime_specs(manifest)
+    base = Path(manifest.manifest_path).parent if manifest.manifest_path else Path.cwd()
+    prices = load_prices(manifest.manifest_path)
+    owns = options.log is None
+    log = options.log or open_event_log(
+        state_dir=options.state_dir, url=options.state_url, env=options.env
+    )
+    runtime = PersonaRuntime(
+        log, personas, routes=routes, ids=options.ids, holder=options.holder, actor="charter-run"
+    )
+    return Session(manifest, runtime, prices, options, base, owns)
+
+
+@contextmanager
+def session_scope(options: RunOptions) -> Iterator[Session]:
+    session = open_session(options)
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+__all__ = [
+    "LLM_ENV",
+    "RunOptions",
+    "Session",
+    "load_checked_manifest",
+    "open_session",
+    "runtime_specs",
+    "session_scope",
+]

@@ -1,0 +1,120 @@
+"""Handoffs produced by a workflow are routed by [[handoff_routes]]; the receiving run
+adopts a policy_override as its top frame (a replacement, not a merge)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from .conftest import envelope, executed, persona_cli, persona_toml, run_json
+
+OVERRIDE = 'tools = ["read", "github"], side_effect_level = "read_only"'
+ROUTES = f"""
+[[handoff_routes]]
+id = "findings"
+kind = "findings"
+from = "actor"
+custom_predicates = ["blocking"]
+route = [
+  {{ target = "human:maintainers", when = "blocking" }},
+  {{ target = "budget_exhausted_sink", when = "budget_exhausted" }},
+  {{ target = "other", when = "always", policy_override = {{ {OVERRIDE} }} }},
+]
+"""
+
+
+def _pack(make_pack: Callable[..., Path]) -> Path:
+    return make_pack(
+        persona_toml(handoffs='["other", "human:maintainers", "budget_exhausted_sink"]'),
+        persona_toml("other"),
+        persona_toml("budget_exhausted_sink", tier="shadow"),
+        routes=ROUTES,
+    )
+
+
+def test_route_override_replaces_the_receiving_policy(
+    make_pack: Callable[..., Path], tmp_path: Path
+) -> None:
+    pack = _pack(make_pack)
+    plan = {"calls": [{"tool": "github", "args": {"action": "merge", "pr": 9}}]}
+    handoff_plan = {
+        "handoffs": [{"kind": "findings", "payload": {"plan": plan}, "facts": {"blocking": False}}]
+    }
+    first = run_json(pack, "actor", "--payload", str(envelope(tmp_path / "e.json", handoff_plan)))
+    (dispatched,) = first["handoffs"]
+    assert dispatched["status"] == "dispatched" and dispatched["target"] == "other"
+    assert dispatched["policy_override"] == {
+        "tools": {"allow": ["read", "github"]},
+        "side_effect_level": "read_only",
+    }
+    status = persona_cli(pack, "status", "other", "--json", "--at", "2026-11-21T09:00:00Z")
+    assert '"count": 1' in status.stdout  # in other's inbox
+    second = run_json(pack, "other", "--inbox")
+    (run,) = second["runs"]
+    assert run["trigger"]["source"] == "handoff"
+    (denied,) = run["denied"]
+    # "other" is act_auto and its own policy allows github: only the override denies it
+    assert denied["receipt"]["frame"] == f"handoff:{dispatched['handoff_id']}"
+    assert denied["receipt"]["dimension"] == "side_effect_level"
+    assert executed(pack) == []
+
+
+def test_custom_predicate_from_workflow_facts(
+    make_pack: Callable[..., Path], tmp_path: Path
+) -> None:
+    pack = _pack(make_pack)
+    plan = {"handoffs": [{"kind": "findings", "facts": {"blocking": True}}]}
+    data = run_json(pack, "actor", "--payload", str(envelope(tmp_path / "e.json", plan)))
+    (dispatched,) = data["handoffs"]
+    assert dispatched["target"] == "human:maintainers" and dispatched["when"] == "blocking"
+
+
+def test_budget_exhausted_predicate_sees_this_run(
+    make_pack: Callable[..., Path], tmp_path: Path
+) -> None:
+    import json
+
+    pack = make_pack(
+        persona_toml(
+            handoffs='["other", "human:maintainers", "budget_exhausted_sink"]',
+            budget="{ max_tokens = 10 }",
+        ),
+        persona_toml("other"),
+        persona_toml("budget_exhausted_sink", tier="shadow"),
+        routes=ROUTES,
+    )
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps({"turns": ["done"]}))
+    plan = {"agent": "go", "handoffs": [{"kind": "findings"}]}
+    # a handoff asked for after the stopped agent call is never asked for
+    data = run_json(
+        pack,
+        "actor",
+        "--llm",
+        f"mock:{script}",
+        "--payload",
+        str(envelope(tmp_path / "e.json", plan)),
+        code=1,
+    )
+    assert data["status"] == "budget_exhausted" and data["handoffs"] == []
+    plan = {"handoffs": [{"kind": "findings"}], "handoffs_first": True, "agent": "go"}
+    data = run_json(
+        pack,
+        "actor",
+        "--llm",
+        f"mock:{script}",
+        "--payload",
+        str(envelope(tmp_path / "e2.json", plan, ident="2")),
+        code=1,
+    )
+    (dispatched,) = data["handoffs"]
+    assert dispatched["target"] == "budget_exhausted_sink"
+    assert dispatched["when"] == "budget_exhausted"
+
+
+def test_unrouted_handoff_is_reported(make_pack: Callable[..., Path], tmp_path: Path) -> None:
+    pack = _pack(make_pack)
+    plan = {"handoffs": [{"kind": "nobody_routes_this"}]}
+    data = run_json(pack, "actor", "--payload", str(envelope(tmp_path / "e.json", plan)))
+    (item,) = data["handoffs"]
+    assert item["status"] == "unrouted" and "no handoff route" in item["error"]

@@ -1,0 +1,104 @@
+"""`charter serve`: schedules across restarts, webhooks with HMAC, status, shutdown."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .conftest import charter_argv, events, invoke, persona_toml
+
+
+def _once(pack: Path, at: str) -> list[dict[str, Any]]:
+    result = invoke(
+        ["serve", "--once", "--json", "--at", at, "--manifest", str(pack),
+         "--state-dir", str(pack / "state")]
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    runs: list[dict[str, Any]] = json.loads(result.stdout)
+    return runs
+
+
+def test_schedule_fires_once_per_minute_across_restarts(make_pack: Callable[..., Path]) -> None:
+    pack = make_pack(persona_toml(extra='schedules = ["*/30 * * * *"]'))
+    assert _once(pack, "2026-11-21T09:29:59Z") == []  # nothing due yet (never fired)
+    (first,) = _once(pack, "2026-11-21T09:30:10Z")
+    assert first["status"] == "completed"
+    assert first["work_key"] == "schedule:actor:2026-11-21T09:30Z"
+    assert _once(pack, "2026-11-21T09:30:50Z") == []  # a restart in the same minute
+    assert _once(pack, "2026-11-21T09:59:59Z") == []
+    # down over 10:00 and 10:30: caught up once, with the latest missed minute
+    (late,) = _once(pack, "2026-11-21T10:45:00Z")
+    assert late["work_key"] == "schedule:actor:2026-11-21T10:30Z"
+    assert _once(pack, "2026-11-21T10:46:00Z") == []
+    fired = [
+        e["payload"]["work_key"] for e in events(pack) if e["kind"] == "persona.schedule.fired"
+    ]
+    assert fired == ["schedule:actor:2026-11-21T09:30Z", "schedule:actor:2026-11-21T10:30Z"]
+
+
+def _get(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        data: dict[str, Any] = json.loads(response.read())
+        return data
+
+
+def _post(url: str, body: bytes, signature: str | None) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url, data=body, method="POST")
+    request.add_header("Content-Type", "application/json")
+    if signature is not None:
+        request.add_header("X-Hub-Signature-256", signature)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_webhooks_hmac_status_and_graceful_shutdown(make_pack: Callable[..., Path]) -> None:
+    pack = make_pack()
+    env = {**os.environ, "CHARTER_WEBHOOK_SECRET_TEST": "s3cret"}
+    argv = charter_argv(
+        "serve", "--port", "0", "--manifest", str(pack), "--state-dir", str(pack / "state")
+    )
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("listening on http://127.0.0.1:"), first + proc.stderr.read()
+        base = first.split()[2]
+        body = json.dumps({"id": "w1", "type": "go", "calls": []}).encode()
+
+        code, _ = _post(f"{base}/hooks/test", body, "sha256=" + "0" * 64)
+        assert code == 401
+        code, _ = _post(f"{base}/hooks/test", body, None)
+        assert code == 401
+        status = _get(f"{base}/status")
+        assert status["personas"]["actor"]["last_event_id"] == 0  # nothing recorded
+
+        good = "sha256=" + hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
+        code, accepted = _post(f"{base}/hooks/test", body, good)
+        assert code == 202 and accepted == {"work_key": "webhook:test:go:w1", "personas": ["actor"]}
+        for _ in range(400):  # waits for an event, not for a duration
+            last = _get(f"{base}/status")["personas"]["actor"]["last_run"]
+            if last is not None:
+                break
+            time.sleep(0.05)
+        assert last is not None and last["status"] == "completed"
+        assert last["work_key"] == "webhook:test:go:w1"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "bad signature" in out and "webhook test -> actor" in out and "stopped" in out
