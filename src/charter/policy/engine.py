@@ -25,6 +25,20 @@ class _Denied(Exception):
         self.reason = reason
         self.subject = subject
 
+    def decision(self, tool: str, index: int, frame: Frame) -> Decision:
+        """The typed denial, naming the frame at ``index`` that raised this."""
+        return Decision(
+            Outcome.DENY,
+            tool,
+            f"{self.reason} (frame '{frame.label}')",
+            frame_index=index,
+            frame_label=frame.label,
+            frame_kind=frame.kind,
+            dimension=self.dimension,
+            rule=self.rule,
+            subject=self.subject,
+        )
+
 
 def decide(
     call: ToolCall,
@@ -41,17 +55,7 @@ def decide(
         try:
             _check_frame(call, frame, subjects)
         except _Denied as denied:
-            return Decision(
-                Outcome.DENY,
-                call.name,
-                f"{denied.reason} (frame '{frame.label}')",
-                frame_index=index,
-                frame_label=frame.label,
-                frame_kind=frame.kind,
-                dimension=denied.dimension,
-                rule=denied.rule,
-                subject=denied.subject,
-            )
+            return denied.decision(call.name, index, frame)
     return Decision(Outcome.ALLOW, call.name, _allowed_reason(len(frames)))
 
 
@@ -76,17 +80,7 @@ def decide_resource(dimension: str, name: str, frames: Sequence[Frame]) -> Decis
         try:
             _check_name(frame, dimension, subject)
         except _Denied as denied:
-            return Decision(
-                Outcome.DENY,
-                subject,
-                f"{denied.reason} (frame '{frame.label}')",
-                frame_index=index,
-                frame_label=frame.label,
-                frame_kind=frame.kind,
-                dimension=denied.dimension,
-                rule=denied.rule,
-                subject=subject,
-            )
+            return denied.decision(subject, index, frame)
     return Decision(Outcome.ALLOW, subject, f"allowed by all {len(frames)} frame(s)")
 
 
@@ -115,17 +109,7 @@ def decide_visibility(call: ToolCall, frames: Sequence[Frame]) -> Decision:
             if compiled.ceiling is not None and call.level > compiled.ceiling:
                 _deny_level(call, frame)
         except _Denied as denied:
-            return Decision(
-                Outcome.DENY,
-                call.name,
-                f"{denied.reason} (frame '{frame.label}')",
-                frame_index=index,
-                frame_label=frame.label,
-                frame_kind=frame.kind,
-                dimension=denied.dimension,
-                rule=denied.rule,
-                subject=denied.subject,
-            )
+            return denied.decision(call.name, index, frame)
     return Decision(Outcome.ALLOW, call.name, f"visible under all {len(frames)} frame(s)")
 
 
