@@ -34,6 +34,36 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "serve",
         "Run personas continuously: schedules, webhooks, handoffs, GET /status.",
     ),
+    "launch": (
+        "charter.cli.launch_cmd",
+        "launch",
+        "Start claude, codex, gemini or opencode as a persona, its policy enforced.",
+    ),
+    "print-policy": (
+        "charter.cli.launch_cmd",
+        "print_policy",
+        "How a persona's policy is enforced by a coding CLI (or --matrix).",
+    ),
+    "print-overlay": (
+        "charter.cli.launch_cmd",
+        "print_overlay",
+        "Print the instructions file a coding CLI reads for a persona.",
+    ),
+    "which": (
+        "charter.cli.launch_cmd",
+        "which",
+        "Which persona folder a name resolves to, and why.",
+    ),
+    "recover": (
+        "charter.cli.launch_cmd",
+        "recover",
+        "Restore instructions files after a crashed swap-mode launch.",
+    ),
+    "doctor": (
+        "charter.cli.launch_cmd",
+        "doctor",
+        "Check coding CLIs, namespaces, persona folders.",
+    ),
 }
 
 

@@ -1,0 +1,206 @@
+"""Executing a plan: temp files, the run mode, signals, exit status.
+
+The tool runs as a child that inherits stdin, stdout and stderr; charter waits so that it
+can restore the swapped file and remove its temp files on every exit path, forwards
+SIGTERM / SIGHUP / SIGQUIT (and SIGINT when no terminal delivers it to the child itself),
+and exits with the child's status, or dies of the child's signal. It never re-runs the
+tool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from types import FrameType
+
+from .errors import LaunchError
+from .job import Job
+from .swap import SwapBusy, placeholder, swapped
+
+_FORWARD = (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGINT)
+MOUNT_SCRIPT = 'src=$1; dst=$2; shift 2; mount --bind "$src" "$dst" || exit 125; exec "$@"'
+NESTED_SCRIPT = (
+    'src=$1; dst=$2; uid=$3; gid=$4; shift 4; mount --bind "$src" "$dst" || exit 125; '
+    'exec unshare --user --map-user="$uid" --map-group="$gid" -- "$@"'
+)
+
+
+def unshare_works() -> bool:
+    """Can this process make a private mount namespace (directly, or via a user namespace)?"""
+    exe = shutil.which("unshare")
+    if exe is None:
+        return False
+    cmd = [exe, "--mount", "--propagation", "private", "true"]
+    if os.geteuid() != 0:
+        cmd = [exe, "--user", "--map-root-user", "--mount", "--propagation", "private", "true"]
+    try:
+        return subprocess.run(cmd, capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def namespace_argv(source: str, target: str, argv: list[str]) -> list[str]:
+    """``argv`` run in a private mount namespace where ``source`` covers ``target``.
+
+    As root a mount namespace is enough; otherwise a root-mapped user namespace makes the
+    bind mount possible and a nested one maps back to the real uid for the tool.
+    """
+    exe = shutil.which("unshare") or "unshare"
+    if os.geteuid() == 0:
+        return [
+            exe,
+            "--mount",
+            "--propagation",
+            "private",
+            "--",
+            "/bin/sh",
+            "-c",
+            MOUNT_SCRIPT,
+            "charter-ns",
+            source,
+            target,
+            *argv,
+        ]
+    return [
+        exe,
+        "--user",
+        "--map-root-user",
+        "--mount",
+        "--propagation",
+        "private",
+        "--",
+        "/bin/sh",
+        "-c",
+        NESTED_SCRIPT,
+        "charter-ns",
+        source,
+        target,
+        str(os.getuid()),
+        str(os.getgid()),
+        *argv,
+    ]
+
+
+def write_files(job: Job) -> str:
+    """Create the job's temp dir (mode 0700) with its files; return the overlay's path."""
+    os.makedirs(os.path.dirname(job.tmpdir), mode=0o700, exist_ok=True)
+    os.mkdir(job.tmpdir, 0o700)
+    with open(os.path.join(job.tmpdir, "pid"), "w", encoding="utf-8") as fh:
+        fh.write(str(os.getpid()))
+    for name, text in job.files.items():
+        with open(os.path.join(job.tmpdir, name), "w", encoding="utf-8") as fh:
+            fh.write(text)
+    overlay_dir = os.path.join(job.tmpdir, "overlay")
+    os.mkdir(overlay_dir, 0o755)
+    path = os.path.join(overlay_dir, job.overlay_name)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(job.overlay_text)
+    os.chmod(path, 0o644)
+    return path
+
+
+def clean_stale_tmpdirs(base: str) -> list[str]:
+    """Remove launch temp dirs whose launcher is gone (after a SIGKILL)."""
+    removed: list[str] = []
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return removed
+    for name in names:
+        path = os.path.join(base, name)
+        if not name.startswith("charter-") or not os.path.isdir(path):
+            continue
+        try:
+            with open(os.path.join(path, "pid"), encoding="utf-8") as fh:
+                pid = int(fh.read().strip())
+        except (OSError, ValueError):
+            continue
+        if not _alive(pid):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def _forwarding(child: subprocess.Popen[bytes]) -> Iterator[None]:
+    tty = sys.stdin.isatty()
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        if signum == signal.SIGINT and tty:
+            return  # the terminal already sent it to the child's process group
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in _FORWARD}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _run_child(argv: list[str], job: Job) -> int:
+    try:
+        child = subprocess.Popen(argv, env=job.full_env(), cwd=job.workspace)
+    except FileNotFoundError:
+        raise LaunchError(
+            f"{job.tool}: command not found (install {job.npm_package}; "
+            "`charter doctor` checks the CLIs)",
+            127,
+        ) from None
+    with _forwarding(child):
+        while True:
+            try:
+                return child.wait()
+            except InterruptedError:  # pragma: no cover - PEP 475 retries for us
+                continue
+
+
+def execute(job: Job) -> int:
+    """Run the job; return the exit status to exit with (negative: die of that signal)."""
+    try:
+        overlay_path = write_files(job)
+        if job.run_mode == "unshare" and not unshare_works():
+            print(
+                "charter: unshare is not available here (no user/mount namespaces); "
+                "falling back to swap mode",
+                file=sys.stderr,
+            )
+            job.run_mode = "swap"
+            job.env["AGENT_PERSONA_RUN_MODE"] = "swap"
+        if job.run_mode == "unshare":
+            with placeholder(job.target, env=job.base_env):
+                argv = namespace_argv(overlay_path, job.target, job.argv)
+                return _run_child(argv, job)
+        try:
+            with swapped(job.target, job.overlay_text, env=job.base_env):
+                return _run_child(job.argv, job)
+        except SwapBusy as exc:
+            raise LaunchError(str(exc), 75) from None
+    finally:
+        shutil.rmtree(job.tmpdir, ignore_errors=True)
+
+
+def exit_like(status: int) -> int:
+    """Exit status for ``status``; a child killed by a signal kills us by the same signal."""
+    if status < 0:
+        sig = -status
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        return 128 + sig
+    return status
