@@ -23,6 +23,8 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".state"))
+    # caches (the launch cache) follow HOME, so each test starts with an empty one
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     for var in (
         "CHARTER_PERSONA_PATHS",
         "CHARTER_MANIFEST",

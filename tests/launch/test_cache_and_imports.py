@@ -100,7 +100,8 @@ def test_cache_can_be_turned_off(project: Path) -> None:
     _age(project)
     env = env_with(CHARTER_LAUNCH_CACHE="0")
     plan_json("claude", "p", cwd=project, env=env)
-    cache = Path(env["HOME"]) / ".cache" / "charter" / "launch"
+    # the same rule as charter.launch.cache: $XDG_CACHE_HOME, else ~/.cache
+    cache = Path(env.get("XDG_CACHE_HOME") or Path(env["HOME"]) / ".cache") / "charter" / "launch"
     assert not cache.exists() or not any(cache.iterdir())
     plan_json("claude", "p", cwd=project)
     assert any(cache.iterdir())

@@ -98,3 +98,10 @@ def test_with_name_keeps_rules() -> None:
     p = Policy.from_dict({"tools": ["a"]})
     named = p.with_name("x")
     assert named.name == "x" and named == p
+
+
+def test_allows_nothing() -> None:
+    assert Policy.from_dict({"network": {"deny": ["*"]}}).network.allows_nothing
+    assert Policy.from_dict({"commands": []}).commands.allows_nothing
+    assert not Policy.from_dict({"commands": ["git:*"]}).commands.allows_nothing
+    assert not Policy().network.allows_nothing

@@ -17,7 +17,7 @@ from .levels import LEVEL_NAMES, UNANNOTATED_LEVEL, SideEffectLevel
 from .loader import load_policy_file
 from .model import PathRules, Policy, Rules
 from .names import canonical_name
-from .paths import SENSITIVE_PATHS, PathContext, make_context
+from .paths import SENSITIVE_PATHS, PathContext, expand_pattern, make_context
 from .scope import BASE_TOOLS, MEMORY_TOOLS, AgentScope
 from .scoped import ScopeViolation, scope_violation, scoped_policy, with_scoped_executor
 from .shell import CommandParseError, SimpleCommand, parse_command_line
@@ -65,6 +65,7 @@ __all__ = [
     "decide_resource",
     "decide_visibility",
     "effective",
+    "expand_pattern",
     "load_policy_file",
     "make_context",
     "parse_command_line",

@@ -57,6 +57,11 @@ class Rules:
     def restricted(self) -> bool:
         return bool(self.allow or self.deny)
 
+    @property
+    def allows_nothing(self) -> bool:
+        """Nothing passes: a ``*`` deny rule or an explicitly empty allow list."""
+        return "*" in self.deny or any(len(group) == 0 for group in self.allow)
+
     def intersect(self, other: Rules) -> Rules:
         allow = tuple(dict.fromkeys(self.allow + other.allow))
         return Rules(allow, _dedupe(self.deny + other.deny))

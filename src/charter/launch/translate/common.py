@@ -24,9 +24,9 @@ from charter.policy import (
     decide,
     decide_resource,
     decide_visibility,
+    expand_pattern,
     make_context,
 )
-from charter.policy.paths import expand_pattern
 
 from ..clis import CliSpec, CliTool
 
@@ -138,14 +138,12 @@ def _has_subject_args(ann: ToolAnnotations) -> bool:
 
 def network_closed(policy: Policy) -> bool:
     """Every host is denied (``deny = ["*"]`` or an empty allow list)."""
-    rules = policy.network
-    return "*" in rules.deny or any(len(g) == 0 for g in rules.allow)
+    return policy.network.allows_nothing
 
 
 def commands_closed(policy: Policy) -> bool:
     """No command is allowed (``deny = ["*"]`` or an empty allow list)."""
-    rules = policy.commands
-    return "*" in rules.deny or any(len(g) == 0 for g in rules.allow)
+    return policy.commands.allows_nothing
 
 
 def split_tools(ctx: Context) -> tuple[list[CliTool], list[tuple[CliTool, str]]]:
