@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
 
 import click
@@ -16,6 +17,24 @@ EXIT_DENIED = 3
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False))
+
+
+def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
+    """Report an error on stderr (no traceback) and exit with ``code``."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def read_json_object(path: Path, option: str) -> dict[str, Any]:
+    """A JSON object from ``path`` (``-`` is stdin), or a bad-input error naming ``option``."""
+    try:
+        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        fail(f"{option}: cannot read JSON from {path}: {exc}", EXIT_BAD_INPUT)
+    if not isinstance(data, dict):
+        fail(f"{option}: expected a JSON object", EXIT_BAD_INPUT)
+    return data
 
 
 def fail_input(message: str) -> NoReturn:

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import click
 
-from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json
+from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json, read_json_object
 
 TIER_CHOICES = ("shadow", "suggest", "act_with_approval", "act_auto")
 
@@ -37,13 +37,7 @@ def load_trigger_file(
 ) -> tuple[str | None, str | None, dict[str, str], dict[str, Any] | None]:
     """``--payload``: a trigger envelope ``{provider, kind, metadata, payload?}`` or a whole
     webhook body (then ``--provider`` names its source)."""
-    try:
-        text = sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")
-        data = json.loads(text)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        _fail(f"--payload: cannot read JSON from {path}: {exc}", EXIT_BAD_INPUT)
-    if not isinstance(data, dict):
-        _fail("--payload: expected a JSON object", EXIT_BAD_INPUT)
+    data = read_json_object(path, "--payload")
     if isinstance(data.get("provider"), str) and (
         "metadata" in data or "kind" in data or "payload" in data
     ):

@@ -8,14 +8,13 @@ Plain click commands; :func:`register` adds them to the ``persona`` group (which
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -44,7 +43,7 @@ from charter.runtime.clock import utc_now
 from charter.runtime.supervision import follow as follow_feed
 from charter.runtime.supervision import tail as tail_feed
 
-from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json
+from ._common import EXIT_BAD_INPUT, emit_json, fail, read_json_object
 
 if TYPE_CHECKING:
     from charter.manifest import Manifest
@@ -124,9 +123,7 @@ class ManifestRefused(Exception):
 # --------------------------------------------------------------------------------------
 
 
-def _fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
+_fail = fail
 
 
 def _common(func: F) -> F:
@@ -380,16 +377,7 @@ def trigger_cmd(
         meta = parse_metadata(metadata)
     except TriggerError as exc:
         _fail(str(exc), EXIT_BAD_INPUT)
-    body: dict[str, Any] | None = None
-    if payload is not None:
-        try:
-            text = sys.stdin.read() if str(payload) == "-" else payload.read_text(encoding="utf-8")
-            loaded = json.loads(text)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            _fail(f"--payload: cannot read JSON from {payload}: {exc}", EXIT_BAD_INPUT)
-        if not isinstance(loaded, dict):
-            _fail("--payload: a webhook payload must be a JSON object", EXIT_BAD_INPUT)
-        body = loaded
+    body = read_json_object(payload, "--payload") if payload is not None else None
     with _runtime(manifest, state_url, state_dir) as rt:
         receipt = rt.trigger(
             name,
