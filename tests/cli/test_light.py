@@ -44,6 +44,8 @@ print(json.dumps(sorted(sys.modules)), file=sys.stderr)
         (["--help"], HEAVY + PACKAGES),
         (["--version"], HEAVY + PACKAGES),
         (["policy", "--help"], HEAVY),
+        # the runtime and run commands load only when used
+        (["persona", "list", "--help"], (*HEAVY, "charter.runtime", "charter.run")),
     ],
 )
 def test_light_commands_import_nothing_heavy(args: list[str], forbidden: tuple[str, ...]) -> None:

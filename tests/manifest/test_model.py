@@ -140,6 +140,16 @@ def test_persona_files_glob_and_duplicates_across_files(tmp_path: Path) -> None:
     assert manifest.names == ("alpha", "beta")
 
 
+def test_persona_files_bad_patterns_are_errors(tmp_path: Path) -> None:
+    file = write(
+        tmp_path / "charter.toml",
+        'persona_files = ["/etc/*.toml", "nothing/*.toml"]\n' + PERSONA.format(name="alpha"),
+    )
+    errors = {e.field_path: e.message for e in load_manifest(file, include_global=False).errors}
+    assert "relative to" in errors["persona_files[0]"]
+    assert "no file matches" in errors["persona_files[1]"]
+
+
 def test_routes_and_triggers(tmp_path: Path) -> None:
     file = write(
         tmp_path / "charter.toml",

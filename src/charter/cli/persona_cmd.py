@@ -7,6 +7,7 @@ their own commands and use :func:`manifest_option` / :func:`load_selected` so th
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -96,7 +97,39 @@ def require_persona(manifest: Manifest, name: str, as_json: bool) -> Persona:
     sys.exit(EXIT_FAILED)
 
 
-@click.group()
+# Runtime and run commands live in their own modules, imported only when one of them is
+# used (or listed), so `charter persona list|check|inspect` stays light.
+_LAZY_COMMANDS: dict[str, str] = {
+    **{
+        name: "charter.cli.persona_runtime_cmd"
+        for name in (
+            "status",
+            "tick",
+            "trigger",
+            "spend",
+            "pause",
+            "resume",
+            "disable",
+            "enable",
+            "supervision",
+        )
+    },
+    "run": "charter.cli.persona_run_cmd",
+}
+
+
+class _PersonaGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(_LAZY_COMMANDS))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in _LAZY_COMMANDS:
+            module = importlib.import_module(_LAZY_COMMANDS[cmd_name])
+            module.register(self)
+        return self.commands.get(cmd_name)
+
+
+@click.group(cls=_PersonaGroup)
 @click.option(
     "--manifest",
     metavar="PATH",
@@ -311,15 +344,3 @@ __all__ = [
     "require_persona",
     "selected_manifest",
 ]
-
-
-def _register_runtime_commands() -> None:
-    # The runtime's commands (status, tick, trigger, ...) live in their own module.
-    from charter.cli.persona_run_cmd import register as register_run
-    from charter.cli.persona_runtime_cmd import register
-
-    register(persona)
-    register_run(persona)
-
-
-_register_runtime_commands()

@@ -9,18 +9,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
-from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json, read_json_object
+from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json, fail, read_json_object
 
 TIER_CHOICES = ("shadow", "suggest", "act_with_approval", "act_auto")
 
 
-def _fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
+_fail = fail
 
 
 def _manifest(ctx: click.Context, given: Path | None) -> Path | None:

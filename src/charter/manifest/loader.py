@@ -242,9 +242,13 @@ def _load_manifest_table(run: _Run, col: Collector, data: dict[str, Any], file: 
             run.personas.append(persona)
     if "persona_files" in data:
         for i, pattern in read_strings(data["persona_files"], "persona_files", col):
+            if Path(pattern).is_absolute():
+                # pathlib cannot glob absolute patterns; say so instead of failing inside it
+                col.add(join("persona_files", i), f"expected a pattern relative to {base_dir}")
+                continue
             try:
                 matches = sorted(p for p in base_dir.glob(pattern) if p.is_file())
-            except (ValueError, NotImplementedError, OSError) as exc:
+            except (ValueError, OSError) as exc:
                 col.add(join("persona_files", i), f"invalid glob {pattern!r}: {exc}")
                 continue
             if not matches:

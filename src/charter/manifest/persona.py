@@ -6,13 +6,20 @@ manifest and live in :mod:`charter.manifest.loader`.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from charter.policy import BUILTIN_TOOLS, Policy, PolicyError, SideEffectLevel
+from charter.policy import (
+    BUILTIN_TOOLS,
+    Frame,
+    Policy,
+    PolicyError,
+    Rules,
+    SideEffectLevel,
+    decide_resource,
+)
 
 from .capabilities import CapabilitySurface
 from .cron import cron_error
@@ -172,7 +179,9 @@ def build_persona(
 def _tool_known(tool: str, persona_tools: tuple[str, ...] | None) -> bool:
     if persona_tools is None:
         return tool in BUILTIN_TOOLS
-    return any(fnmatch.fnmatchcase(tool, pattern) for pattern in persona_tools)
+    # the persona's tools list is a policy allow list: ask the policy core, not a glob of our own
+    frame = Frame(Policy(tools=Rules((persona_tools,))), "persona tools")
+    return decide_resource("tools", tool, [frame]).allowed
 
 
 def _stages(

@@ -9,7 +9,6 @@ from typing import Any
 
 from .frame import Frame
 from .model import Policy, Rules
-from .paths import SENSITIVE_PATHS
 
 _GLOB = frozenset("*?[")
 
@@ -80,11 +79,7 @@ def effective(frames: Sequence[Frame]) -> dict[str, Any]:
             "read": _rules_view(policy.paths.for_access("read")),
             "write": _rules_view(policy.paths.for_access("write")),
         },
-        "sensitive_paths_denied": (
-            [name for name in SENSITIVE_PATHS if name not in policy.allow_sensitive]
-            if frames
-            else []
-        ),
+        "sensitive_paths_denied": list(policy.sensitive_denied()) if frames else [],
         "commands": _rules_view(policy.commands),
         "network": _rules_view(policy.network),
         "mcp_servers": _names_view(policy.mcp_servers),

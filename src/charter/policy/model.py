@@ -247,6 +247,10 @@ class Policy:
         """A frame with no restriction (the default sensitive-path denies still apply)."""
         return cls()
 
+    def sensitive_denied(self) -> tuple[str, ...]:
+        """Names of the default sensitive-path denies this policy does not lift."""
+        return tuple(name for name in SENSITIVE_PATHS if name not in self.allow_sensitive)
+
     def with_name(self, name: str | None) -> Policy:
         """The same policy under another name (names label frames; they decide nothing)."""
         return replace(self, name=name)

@@ -232,12 +232,7 @@ def sensitive_patterns(policy: Policy) -> list[tuple[str, str]]:
     """(name, pattern) of the default sensitive-path denies still in force."""
     from charter.policy import SENSITIVE_PATHS
 
-    return [
-        (name, pattern)
-        for name, patterns in SENSITIVE_PATHS.items()
-        if name not in policy.allow_sensitive
-        for pattern in patterns
-    ]
+    return [(n, pattern) for n in policy.sensitive_denied() for pattern in SENSITIVE_PATHS[n]]
 
 
 def within(path: str, root: str) -> bool:
