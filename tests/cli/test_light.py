@@ -18,6 +18,10 @@ HEAVY = (
     "tree_sitter",
     "wcmatch",
     "psycopg",
+    "starlette",
+    "uvicorn",
+    "jinja2",
+    "prometheus_client",
 )
 PACKAGES = (
     "charter.policy",

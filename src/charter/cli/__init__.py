@@ -34,6 +34,11 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "serve",
         "Run personas continuously: schedules, webhooks, handoffs, GET /status.",
     ),
+    "console": (
+        "charter.cli.console_cmd",
+        "console",
+        "Serve the supervision console alone for a state dir or a PostgreSQL URL.",
+    ),
     "launch": (
         "charter.cli.launch_cmd",
         "launch",

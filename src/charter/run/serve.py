@@ -10,7 +10,9 @@
   first; a bad or missing signature is a 401 and nothing is recorded. The payload is
   normalised to a work key and offered to every persona that declares the trigger.
 - **Handoffs**: persona inboxes are run after every job.
-- ``GET /status``: every persona's status as JSON.
+- ``GET /status``: every persona's status as JSON; ``/healthz``, ``/readyz``, ``/metrics``
+  and the supervision console (``/console``) are served by the same ASGI app
+  (:mod:`charter.run.web`, Starlette on uvicorn).
 - Graceful shutdown on SIGINT/SIGTERM: no new work is accepted; the job in flight finishes.
 
 All runs happen on one worker thread that owns the state store connection.
@@ -24,10 +26,10 @@ import json
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from cronsim import CronSim
@@ -100,6 +102,19 @@ def verify_signature(secret: str | None, body: bytes, header: str | None) -> boo
         return False
     expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected, header.removeprefix("sha256="))
+
+
+def webhook_kind(provider: str, event: str | None, payload: Mapping[str, Any]) -> str | None:
+    """The trigger kind of a webhook (GitHub's event header, refined by ``action``)."""
+    kind = event if provider == "github" else None
+    action = payload.get("action")
+    if kind and isinstance(action, str) and kind == "pull_request":
+        kind = f"pr_{action}"
+    elif kind and isinstance(action, str) and kind == "check_run":
+        check = payload.get("check_run")
+        conclusion = check.get("conclusion") if isinstance(check, dict) else None
+        kind = "check_failed" if conclusion == "failure" else f"check_{action}"
+    return kind
 
 
 @dataclass(frozen=True)
@@ -206,7 +221,10 @@ class Server:
         port: int = 8787,
         secrets: Mapping[str, str] | None = None,
         log_line: Callable[[str], None] = print,
+        access: Any = None,
     ) -> None:
+        from .web import Access, bind_socket
+
         self.options = options
         self.log_line = log_line
         self.secrets = {k.lower(): v for k, v in (secrets or {}).items()}
@@ -214,15 +232,18 @@ class Server:
         self.stopping = threading.Event()
         self.ready = threading.Event()
         self.worker_error: BaseException | None = None
+        self.admission_seconds: list[float] = []  # drained into the metrics histogram
         probe = open_session(options)  # validate the manifest and the store up front
         self.manifest = probe.manifest
         probe.close()
-        self.httpd = ThreadingHTTPServer((host, port), self._handler())
-        self.httpd.daemon_threads = True
+        environ = os.environ if options.env is None else options.env
+        self.access = access if access is not None else Access.from_env(environ, host=host)
+        self.socket = bind_socket(host, port)
+        self.http: Any = None
 
     @property
     def address(self) -> str:
-        host, port = self.httpd.server_address[:2]
+        host, port = self.socket.getsockname()[:2]
         return f"http://{host!s}:{port}"
 
     def secret_for(self, provider: str) -> str | None:
@@ -247,66 +268,30 @@ class Server:
         finally:
             log.close()
 
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def _send(self, code: int, data: Any) -> None:
-                body = json.dumps(data).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self) -> None:
-                if self.path.rstrip("/") == "/status":
-                    self._send(200, server.status())
-                else:
-                    self._send(404, {"error": "not found"})
-
-            def do_POST(self) -> None:
-                parts = self.path.strip("/").split("/")
-                if len(parts) != 2 or parts[0] != "hooks" or not parts[1]:
-                    self._send(404, {"error": "not found"})
-                    return
-                if server.stopping.is_set():
-                    self._send(503, {"error": "shutting down"})
-                    return
-                provider = parts[1].lower()
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length)
-                signature = self.headers.get("X-Hub-Signature-256")
-                if not verify_signature(server.secret_for(provider), body, signature):
-                    server.log_line(f"webhook {provider}: bad signature, refused (401)")
-                    self._send(401, {"error": "bad signature"})
-                    return
-                try:
-                    payload = json.loads(body or b"{}")
-                    if not isinstance(payload, dict):
-                        raise ValueError("a webhook payload must be a JSON object")
-                    kind = self.headers.get("X-GitHub-Event") if provider == "github" else None
-                    action = payload.get("action")
-                    if kind and isinstance(action, str) and kind == "pull_request":
-                        kind = f"pr_{action}"
-                    elif kind and isinstance(action, str) and kind == "check_run":
-                        kind = (
-                            "check_failed"
-                            if payload.get("check_run", {}).get("conclusion") == "failure"
-                            else f"check_{action}"
-                        )
-                    names, work_key = match_personas(server.manifest, provider, kind, payload)
-                except (ValueError, TriggerError) as exc:
-                    self._send(400, {"error": str(exc)})
-                    return
-                for name in names:
-                    server.jobs.put(WebhookJob(name, provider, kind, payload, {}))
-                self._send(202, {"work_key": work_key, "personas": names})
-
-        return Handler
+    def accept_webhook(
+        self, provider: str, body: bytes, headers: Mapping[str, str]
+    ) -> tuple[int, dict[str, Any]]:
+        """``POST /hooks/{provider}``: verify, normalise, queue; ``(http status, body)``."""
+        provider = provider.lower()
+        if self.stopping.is_set():
+            return 503, {"error": "shutting down"}
+        started = time.perf_counter()
+        signature = headers.get("x-hub-signature-256")
+        if not verify_signature(self.secret_for(provider), body, signature):
+            self.log_line(f"webhook {provider}: bad signature, refused (401)")
+            return 401, {"error": "bad signature"}
+        try:
+            payload = json.loads(body or b"{}")
+            if not isinstance(payload, dict):
+                raise ValueError("a webhook payload must be a JSON object")
+            kind = webhook_kind(provider, headers.get("x-github-event"), payload)
+            names, work_key = match_personas(self.manifest, provider, kind, payload)
+        except (ValueError, TriggerError) as exc:
+            return 400, {"error": str(exc)}
+        for name in names:
+            self.jobs.put(WebhookJob(name, provider, kind, payload, {}))
+        self.admission_seconds.append(time.perf_counter() - started)
+        return 202, {"work_key": work_key, "personas": names}
 
     def work(self) -> None:
         session = open_session(self.options)
@@ -334,17 +319,26 @@ class Server:
         worker = threading.Thread(target=self.work, name="charter-serve-worker", daemon=True)
         worker.start()
         self.ready.wait()
-        http = threading.Thread(target=self.httpd.serve_forever, name="charter-serve-http")
+        from .web import build_app, http_server
+
+        app = build_app(self.options, access=self.access, server=self)
+        self.http = http_server(app, self.socket)
+        http = threading.Thread(
+            target=self.http.run, kwargs={"sockets": [self.socket]}, name="charter-serve-http"
+        )
         http.daemon = True
         http.start()
-        self.log_line(f"listening on {self.address} (POST /hooks/{{provider}}, GET /status)")
+        self.log_line(
+            f"listening on {self.address} (POST /hooks/{{provider}}, GET /status, /console)"
+        )
         try:
             self.stopping.wait()
         finally:
             self.log_line("shutting down: no new work; finishing the job in flight")
             self.stopping.set()
-            self.httpd.shutdown()
-            self.httpd.server_close()
+            self.http.should_exit = True
+            http.join(timeout=10)
+            self.socket.close()
             worker.join()
             self.log_line("stopped")
         if self.worker_error is not None:
@@ -372,4 +366,5 @@ __all__ = [
     "schedule_key",
     "serve_once",
     "verify_signature",
+    "webhook_kind",
 ]

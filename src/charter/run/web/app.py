@@ -1,0 +1,319 @@
+"""The ASGI app ``charter serve`` and ``charter console`` serve (Starlette on uvicorn).
+
+Routes: ``POST /hooks/{provider}`` (HMAC, a thin call into :class:`~charter.run.serve.Server`),
+``/status``, ``/healthz``, ``/readyz`` (reads the database), ``/metrics``, and the
+console: ``/console`` (fleet), ``/console/runs/{id}``, ``/console/approvals``,
+``/console/feed`` (Server-Sent Events with ``supervision tail``'s cursor), their JSON
+under ``/api/...``, and ``POST /console/approvals/{run}/{call}`` (approve or deny).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from charter.runtime import LIFECYCLE_STATES, EventLogError, follow, open_event_log, to_ndjson
+
+from ..errors import ApprovalError
+from ..session import RunOptions
+from .access import COOKIE, Access
+from .data import ConsoleData
+from .metrics import Metrics
+
+HERE = Path(__file__).parent
+OPEN_PATHS = ("/healthz", "/readyz", "/hooks/", "/static/", "/console/login")
+
+
+def _templates() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"])
+    )
+    env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, default=str)
+    return env
+
+
+def build_app(
+    options: RunOptions, *, access: Access, server: Any = None, title: str = "charter"
+) -> Starlette:
+    """The app; ``server`` (a :class:`~charter.run.serve.Server`) adds webhooks and queue size."""
+    clock = options.clock()
+    data = ConsoleData(options, clock=clock)
+    metrics = Metrics()
+    templates = _templates()
+
+    def identity(request: Request) -> str | None:
+        header = request.headers.get("authorization", "")
+        bearer = header[7:].strip() if header.lower().startswith("bearer ") else None
+        return access.identify(bearer, request.cookies.get(COOKIE))
+
+    def page(request: Request, name: str, **context: Any) -> HTMLResponse:
+        who = request.state.identity
+        html = templates.get_template(name).render(
+            title=title, who=who, csrf=access.csrf_token(who), open=access.open, **context
+        )
+        return HTMLResponse(html, headers={"Cache-Control": "no-store"})
+
+    # -- probes, status, metrics, webhooks ------------------------------------------
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def readyz(request: Request) -> Response:
+        try:
+            info = await run_in_threadpool(data.ready)
+        except EventLogError as exc:
+            return JSONResponse({"ready": False, "error": str(exc)}, status_code=503)
+        if server is not None and server.stopping.is_set():
+            return JSONResponse({**info, "ready": False, "error": "shutting down"}, 503)
+        return JSONResponse(info)
+
+    async def status(request: Request) -> Response:
+        if server is not None:
+            return JSONResponse(await run_in_threadpool(server.status))
+        fleet = await run_in_threadpool(data.fleet)
+        return JSONResponse(
+            {"at": fleet["at"], "personas": {p["name"]: p for p in fleet["personas"]}}
+        )
+
+    def _metrics() -> bytes:
+        with data.log() as log:
+            return metrics.render(log, server.admission_seconds if server is not None else None)
+
+    async def metrics_view(request: Request) -> Response:
+        body = await run_in_threadpool(_metrics)
+        return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    async def hook(request: Request) -> Response:
+        if server is None:
+            return JSONResponse({"error": "webhooks are served by charter serve"}, 404)
+        body = await request.body()
+        code, out = await run_in_threadpool(
+            server.accept_webhook, request.path_params["provider"], body, request.headers
+        )
+        return JSONResponse(out, status_code=code)
+
+    # -- console ---------------------------------------------------------------------
+
+    async def fleet_page(request: Request) -> Response:
+        fleet = await run_in_threadpool(data.fleet)
+        wanted = request.query_params.get("state") or ""
+        rows = [p for p in fleet["personas"] if not wanted or p["lifecycle"] == wanted]
+        if server is not None:
+            fleet["queued_jobs"] = server.jobs.qsize()
+        return page(request, "fleet.html", fleet=fleet, rows=rows, wanted=wanted,
+                    states=LIFECYCLE_STATES)  # fmt: skip
+
+    async def fleet_api(request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(data.fleet))
+
+    async def run_page(request: Request) -> Response:
+        run = await run_in_threadpool(data.run, request.path_params["run_id"])
+        if run is None:
+            return PlainTextResponse("no such run", 404)
+        return page(request, "run.html", run=run)
+
+    async def run_api(request: Request) -> Response:
+        run = await run_in_threadpool(data.run, request.path_params["run_id"])
+        if run is None:
+            return JSONResponse({"error": "no such run"}, 404)
+        return JSONResponse(run)
+
+    async def approvals_page(request: Request) -> Response:
+        pending = await run_in_threadpool(data.approvals)
+        return page(request, "approvals.html", pending=pending,
+                    done=request.query_params.get("done"),
+                    error=request.query_params.get("error"))  # fmt: skip
+
+    async def approvals_api(request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(data.approvals))
+
+    async def decide(request: Request) -> Response:
+        form = {k: v[0] for k, v in parse_qs((await request.body()).decode()).items()}
+        who = request.state.identity
+        if not access.csrf_ok(who, form.get("csrf") or request.headers.get("x-csrf-token")):
+            return JSONResponse({"error": "missing or bad CSRF token"}, 403)
+        verdict = form.get("decision")
+        if verdict not in ("approve", "deny"):
+            return JSONResponse({"error": "decision must be approve or deny"}, 400)
+        try:
+            entry = await run_in_threadpool(
+                lambda: data.decide(
+                    request.path_params["run_id"],
+                    request.path_params["call_id"],
+                    granted=verdict == "approve",
+                    by=f"console:{who}",
+                    reason=(form.get("reason") or "").strip() or None,
+                )
+            )
+        except ApprovalError as exc:
+            if "application/json" in request.headers.get("accept", ""):
+                return JSONResponse({"error": str(exc)}, 409)
+            return RedirectResponse(f"/console/approvals?error={exc}", 303)
+        if "application/json" in request.headers.get("accept", ""):
+            return JSONResponse(entry)
+        return RedirectResponse(
+            f"/console/approvals?done={entry['status']}+{entry['approval_id']}", 303
+        )
+
+    async def feed(request: Request) -> Response:
+        """SSE: frames after ``Last-Event-ID`` or ``?since=`` (strictly), then live ones."""
+        since = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
+        persona = request.query_params.get("persona") or None
+        try:
+            cursor = max(0, int(since))
+        except ValueError:
+            return JSONResponse({"error": f"since: expected an event id, got {since!r}"}, 400)
+        loop = asyncio.get_running_loop()
+        frames: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        stop = threading.Event()
+
+        def pump() -> None:
+            log = open_event_log(
+                state_dir=options.state_dir, url=options.state_url, env=options.env
+            )
+            try:
+                for frame in follow(log, persona=persona, since_event_id=cursor,
+                                    wait_slice=0.05, should_stop=stop.is_set):  # fmt: skip
+                    loop.call_soon_threadsafe(frames.put_nowait, frame)
+                    if stop.is_set():
+                        break
+            finally:
+                log.close()
+                loop.call_soon_threadsafe(frames.put_nowait, None)
+
+        threading.Thread(target=pump, name="charter-console-feed", daemon=True).start()
+
+        async def stream() -> Any:
+            try:
+                yield ": charter supervision feed\n\n"
+                while True:
+                    try:
+                        frame = await asyncio.wait_for(frames.get(), timeout=15)
+                    except TimeoutError:
+                        yield ": keep-alive\n\n"
+                        continue
+                    if frame is None:
+                        return
+                    yield f"id: {frame['event_id']}\nevent: frame\ndata: {to_ndjson(frame)}\n\n"
+            finally:
+                stop.set()
+
+        return StreamingResponse(
+            stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
+        )
+
+    async def login_page(request: Request) -> Response:
+        html = templates.get_template("login.html").render(title=title, error=None)
+        return HTMLResponse(html)
+
+    async def login(request: Request) -> Response:
+        form = {k: v[0] for k, v in parse_qs((await request.body()).decode()).items()}
+        token = form.get("token", "")
+        if access.identify(None, token) is None or access.open:
+            html = templates.get_template("login.html").render(title=title, error="unknown token")
+            return HTMLResponse(html, 401)
+        response = RedirectResponse("/console", 303)
+        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+        return response
+
+    async def root(request: Request) -> Response:
+        return RedirectResponse("/console", 307)
+
+    routes = [
+        Route("/", root),
+        Route("/healthz", healthz),
+        Route("/readyz", readyz),
+        Route("/status", status),
+        Route("/metrics", metrics_view),
+        Route("/hooks/{provider}", hook, methods=["POST"]),
+        Route("/console", fleet_page),
+        Route("/console/login", login_page),
+        Route("/console/login", login, methods=["POST"]),
+        Route("/console/runs/{run_id}", run_page),
+        Route("/console/approvals", approvals_page),
+        Route("/console/approvals/{run_id}/{call_id}", decide, methods=["POST"]),
+        Route("/console/feed", feed),
+        Route("/api/fleet", fleet_api),
+        Route("/api/runs/{run_id}", run_api),
+        Route("/api/approvals", approvals_api),
+        Route("/api/approvals/{run_id}/{call_id}", decide, methods=["POST"]),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    app = Starlette(routes=routes)
+    inner = app.build_middleware_stack
+
+    def authenticated_stack() -> Any:
+        asgi = inner()
+
+        async def gate(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                await asgi(scope, receive, send)
+                return
+            request = Request(scope)
+            path = scope["path"]
+            scope.setdefault("state", {})
+            who = identity(request)
+            if who is None and not path.startswith(OPEN_PATHS):
+                wants_html = "text/html" in request.headers.get("accept", "")
+                response: Response
+                if wants_html and request.method == "GET" and path.startswith("/console"):
+                    response = HTMLResponse(
+                        "<!doctype html><title>401</title><p>A token is required. "
+                        '<a href="/console/login">Sign in</a></p>',
+                        401,
+                    )
+                else:
+                    response = JSONResponse({"error": "a valid token is required"}, 401)
+                response.headers["WWW-Authenticate"] = "Bearer"
+                await response(scope, receive, send)
+                return
+            scope["state"]["identity"] = who
+            await asgi(scope, receive, send)
+
+        return gate
+
+    app.build_middleware_stack = authenticated_stack  # type: ignore[method-assign]
+    return app
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening socket (bound now, so ``--port 0`` knows its port before serving)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def http_server(app: Starlette, sock: socket.socket) -> Any:
+    """A uvicorn server for ``app`` on ``sock`` (run it with ``.run(sockets=[sock])``)."""
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off",
+                            timeout_graceful_shutdown=2)  # fmt: skip
+    return uvicorn.Server(config)
+
+
+__all__ = ["bind_socket", "build_app", "http_server"]

@@ -1,0 +1,133 @@
+"""The console's HTTP surface: token access, CSRF, approvals as the CLI writes them, metrics."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from charter.run import RunOptions
+from charter.run.web import Access, AccessError, build_app
+from charter.run.web.access import parse_tokens
+
+from .conftest import charter_argv, envelope, events
+
+MERGE = {"calls": [{"tool": "github", "args": {"action": "merge", "pr": 7}, "stage": "act"}]}
+TOKEN = "alice-token-0123456789"
+
+
+def test_tokens_parse_and_public_bind_needs_one() -> None:
+    assert parse_tokens("alice:" + TOKEN) == {TOKEN: "alice"}
+    with pytest.raises(AccessError, match="name:token"):
+        parse_tokens("alice")
+    with pytest.raises(AccessError, match="16"):
+        parse_tokens("alice:short")
+    with pytest.raises(AccessError, match="not loopback"):
+        Access.from_env({}, host="0.0.0.0")
+    assert Access.from_env({}, host="127.0.0.1").open
+    assert not Access.from_env({"CHARTER_CONSOLE_TOKENS": "a:" + TOKEN}, host="0.0.0.0").open
+
+
+@pytest.fixture
+def waiting(make_pack: Callable[..., Path], tmp_path: Path) -> Iterator[tuple[Path, Any]]:
+    """A pack whose ``actor`` run waits for an approval (real time, its own process)."""
+    pack = make_pack()
+    argv = charter_argv(
+        "persona", "run", "actor", "--tier", "act_with_approval", "--no-input",
+        "--payload", str(envelope(tmp_path / "e.json", MERGE)), "--json",
+        "--manifest", str(pack), "--state-dir", str(pack / "state"),
+    )  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(600):  # polls for the event, not for a duration
+            if any(e["kind"] == "persona.approval.requested" for e in events(pack)):
+                break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        yield pack, proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def _client(pack: Path) -> Any:
+    from starlette.testclient import TestClient
+
+    access = Access({TOKEN: "alice"})
+    options = RunOptions(manifest=pack, state_dir=pack / "state")
+    return TestClient(build_app(options, access=access))
+
+
+def _kinds(pack: Path) -> list[str]:
+    return [e["kind"] for e in events(pack)]
+
+
+def test_without_token_nothing_is_shown_and_nothing_changes(waiting: tuple[Path, Any]) -> None:
+    pack, _proc = waiting
+    client = _client(pack)
+    before = _kinds(pack)
+    for path in ("/console", "/console/approvals", "/api/fleet", "/api/approvals", "/metrics",
+                 "/status", "/console/feed"):  # fmt: skip
+        assert client.get(path).status_code == 401, path
+        assert client.get(path, headers={"Authorization": "Bearer wrong-token-xxxxxxxx"}
+                          ).status_code == 401  # fmt: skip
+    pending = client.get("/api/approvals", headers={"Authorization": f"Bearer {TOKEN}"}).json()
+    (item,) = pending
+    url = f"/console/approvals/{item['run_id']}/{item['call_id']}"
+    # no token: 401 even with a form that names an approver
+    refused = client.post(url, data={"decision": "approve", "by": "mallory", "csrf": "x"})
+    assert refused.status_code == 401
+    # a token but no (or a wrong) CSRF token: 403
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    assert client.post(url, data={"decision": "approve"}, headers=auth).status_code == 403
+    forged = client.post(url, data={"decision": "approve", "csrf": "0" * 64}, headers=auth)
+    assert forged.status_code == 403
+    assert _kinds(pack) == before  # nothing was recorded
+    assert client.get("/healthz").status_code == 200  # probes stay open
+    ready = client.get("/readyz").json()
+    assert ready["ready"] is True and ready["backend"] == "sqlite"
+
+
+def test_approve_from_console_records_the_token_name(waiting: tuple[Path, Any]) -> None:
+    pack, proc = waiting
+    client = _client(pack)
+    login = client.post("/console/login", data={"token": TOKEN}, follow_redirects=False)
+    assert login.status_code == 303 and "httponly" in login.headers["set-cookie"].lower()
+    page = client.get("/console/approvals")  # the cookie now
+    assert page.status_code == 200 and "actor wants" in page.text
+    csrf = page.text.split('name="csrf" value="')[1].split('"')[0]
+    (item,) = client.get("/api/approvals").json()
+    response = client.post(
+        f"/api/approvals/{item['run_id']}/{item['call_id']}",
+        data={"decision": "approve", "reason": "looks fine", "by": "mallory", "csrf": csrf},
+        headers={"Accept": "application/json"},
+    )
+    assert response.status_code == 200, response.text
+    entry = response.json()
+    assert entry["status"] == "granted" and entry["by"] == "console:alice"
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    data = json.loads(out)
+    assert data["status"] == "completed" and data["approvals"][0]["by"] == "console:alice"
+    granted = [e for e in events(pack) if e["kind"] == "persona.approval.granted"]
+    assert granted[0]["payload"]["reason"] == "looks fine" and granted[0]["payload"]["receipt_id"]
+    again = client.post(
+        f"/api/approvals/{item['run_id']}/{item['call_id']}",
+        data={"decision": "deny", "csrf": csrf},
+        headers={"Accept": "application/json"},
+    )
+    assert again.status_code == 409 and "already granted" in again.json()["error"]
+    fleet = client.get("/console")
+    assert fleet.status_code == 200 and 'data-persona="actor"' in fleet.text
+    run = client.get(f"/console/runs/{item['run_id']}")
+    assert run.status_code == 200 and "persona.approval.granted" in run.text
+    metrics = client.get("/metrics").text
+    assert 'charter_runs_total{persona="actor",status="completed"} 1.0' in metrics
+    assert "charter_approvals_pending 0.0" in metrics
+    assert "charter_admission_seconds_bucket" in metrics
