@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.charter-installed
 
-.PHONY: demo test lint typecheck pytest bench clean services mcp-npm clis
+.PHONY: demo test lint typecheck pytest bench clean services mcp-npm clis browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -72,7 +72,19 @@ clis:
 	  && npm install --prefix "$(CLIS_DIR)" --no-audit --no-fund --loglevel=error \
 	  && cp $(CLIS_SRC)/package.json "$(CLIS_DIR)/.installed-package.json"
 
-pytest: $(STAMP) services mcp-npm clis
+# Debian's Chromium for the console's real-browser tests (Playwright drives it through
+# executable_path; Playwright's own browser downloads are not used). Without apt-get as
+# root: an error under CI=true, a notice otherwise (the tests skip).
+browser:
+	@if [ -x /usr/bin/chromium ]; then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
+	  if [ "$$CI" = true ]; then echo "browser: apt-get as root is required (CI=true)" >&2; exit 1; fi; \
+	  echo "browser: chromium not installed; the browser tests will be skipped" >&2; exit 0; \
+	fi; \
+	echo "browser: installing Debian's chromium"; \
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+
+pytest: $(STAMP) services mcp-npm clis browser
 	$(BIN)/pytest
 
 test: lint typecheck pytest

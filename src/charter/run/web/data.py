@@ -43,7 +43,14 @@ def _decision(payload: dict[str, Any]) -> dict[str, Any]:
     decision = payload.get("decision")
     if not isinstance(decision, dict):
         return {}
-    return {k: decision.get(k) for k in ("allowed", "dimension", "frame", "rule", "reason")}
+    frame = decision.get("frame")
+    return {
+        "outcome": decision.get("decision"),
+        "dimension": decision.get("dimension"),
+        "frame": frame.get("label") if isinstance(frame, dict) else frame,
+        "rule": decision.get("rule"),
+        "reason": decision.get("reason"),
+    }
 
 
 class ConsoleData:
@@ -93,8 +100,13 @@ class ConsoleData:
         return {"at": format_time(now), "personas": rows, "pending_approvals": len(pending)}
 
     def approvals(self) -> list[dict[str, Any]]:
+        """Pending approvals, each with the decision (frame, rule, reason) that asks."""
         with self.log() as log:
-            return pending_approvals(log)
+            pending = pending_approvals(log)
+            for item in pending:
+                (request,) = log.read(after=item["event_id"] - 1, limit=1)
+                item["decision"] = _decision(request.payload)
+        return pending
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         """The run's events in order, its receipts with their decisions, and its record."""
@@ -106,7 +118,7 @@ class ConsoleData:
         record: dict[str, Any] | None = None
         for event in events:
             if event.kind == RunKind.RUN_RECORDED:
-                record = event.payload
+                record = event.payload.get("record")
             if event.kind in RECEIPT_KINDS or "receipt_id" in event.payload:
                 receipts.append({**supervision_frame(event), "decision": _decision(event.payload)})
         return {

@@ -1,25 +1,21 @@
 // The live feed: Server-Sent Events from /console/feed (the browser resends
-// Last-Event-ID on reconnect, the supervision tail cursor). A frame for a persona
-// shown in the fleet table refreshes that row's state from /api/fleet.
+// Last-Event-ID on reconnect: the supervision tail cursor). New frames re-render the
+// fleet table from the server (the same template, no client-side rendering).
 (function () {
   "use strict";
   var list = document.getElementById("feed");
   if (!list || !window.EventSource) { return; }
-  var table = document.getElementById("fleet");
   var pending = null;
   function refresh() {
     pending = null;
-    fetch("/api/fleet", { credentials: "same-origin" }).then(function (r) { return r.json(); })
-      .then(function (fleet) {
-        fleet.personas.forEach(function (p) {
-          var row = table && table.querySelector('tr[data-persona="' + CSS.escape(p.name) + '"]');
-          if (!row) { return; }
-          var cell = row.querySelector('[data-field="lifecycle"]');
-          cell.textContent = p.lifecycle;
-          cell.className = "state state-" + p.lifecycle;
+    fetch(window.location.href, { credentials: "same-origin" })
+      .then(function (r) { return r.text(); })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html");
+        ["#fleet", "#pending-count"].forEach(function (sel) {
+          var now = document.querySelector(sel), next = fresh.querySelector(sel);
+          if (now && next) { now.innerHTML = next.innerHTML; }
         });
-        var count = document.getElementById("pending-count");
-        if (count) { count.textContent = fleet.pending_approvals; }
       });
   }
   var source = new EventSource(list.getAttribute("data-src"));
