@@ -79,6 +79,18 @@ def test_without_token_nothing_is_shown_and_nothing_changes(waiting: tuple[Path,
                           ).status_code == 401  # fmt: skip
     pending = client.get("/api/approvals", headers={"Authorization": f"Bearer {TOKEN}"}).json()
     (item,) = pending
+    # the console's incremental fold agrees with charter approve's listing
+    from charter.run import pending_approvals
+    from charter.runtime import open_event_log
+
+    log = open_event_log(state_dir=pack / "state")
+    try:
+        (listed,) = pending_approvals(log)
+    finally:
+        log.close()
+    assert {k: v for k, v in item.items() if k != "decision"} == listed
+    asks = item["decision"]
+    assert asks["outcome"] == "ask" and "act_with_approval" in asks["reason"]
     url = f"/console/approvals/{item['run_id']}/{item['call_id']}"
     # no token: 401 even with a form that names an approver
     refused = client.post(url, data={"decision": "approve", "by": "mallory", "csrf": "x"})

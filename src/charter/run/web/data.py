@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from charter.runtime import (
+    Event,
     EventLog,
     PersonaRuntime,
     PersonaRuntimeSpec,
@@ -16,7 +18,7 @@ from charter.runtime import (
     supervision_frame,
 )
 
-from ..approvals import pending_approvals, resolve_approval
+from ..approvals import resolve_approval
 from ..events import APPROVAL_RESOLUTIONS, RunKind
 from ..session import RunOptions, load_checked_manifest, runtime_specs
 
@@ -53,6 +55,43 @@ def _decision(payload: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class PendingApprovals:
+    """``pending_approvals`` folded incrementally (a cursor): a page load reads only new events."""
+
+    KEYS = ("run_id", "call_id", "approval_id", "tool", "arguments", "side_effect_level", "stage")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.cursor = 0
+        self.pending: dict[str, dict[str, Any]] = {}
+
+    def update(self, log: EventLog) -> list[dict[str, Any]]:
+        with self.lock:
+            while True:
+                page = log.read(after=self.cursor, limit=5000)
+                for event in page:
+                    self._fold(event)
+                    self.cursor = event.event_id
+                if len(page) < 5000:
+                    break
+            return [dict(item) for item in self.pending.values()]
+
+    def _fold(self, event: Event) -> None:
+        aid = event.payload.get("approval_id")
+        if not aid:
+            return
+        if event.kind == RunKind.APPROVAL_REQUESTED:
+            self.pending[aid] = {
+                "persona": event.persona,
+                "event_id": event.event_id,
+                "requested_at": format_time(event.occurred_at),
+                **{k: event.payload.get(k) for k in self.KEYS},
+                "decision": _decision(event.payload),
+            }
+        elif event.kind in APPROVAL_RESOLUTIONS:
+            self.pending.pop(aid, None)
+
+
 class ConsoleData:
     """The console's reads and its one write (approval decisions)."""
 
@@ -61,6 +100,7 @@ class ConsoleData:
         self.clock = clock
         self.specs: dict[str, PersonaRuntimeSpec] = {}
         self.routes: tuple[Any, ...] = ()
+        self.pending = PendingApprovals()
         self._seen: set[str] = set()  # console alone: personas found in the log so far
         self._cursor = 0
         if options.manifest is not None:
@@ -94,7 +134,7 @@ class ConsoleData:
         with self.log() as log:
             runtime = self._runtime(log)
             rows = [runtime.status(name, now=now).to_dict() for name in sorted(runtime.personas)]
-            pending = pending_approvals(log)
+            pending = self.pending.update(log)
         for row in rows:
             row["pending_approvals"] = sum(1 for p in pending if p["persona"] == row["name"])
         return {"at": format_time(now), "personas": rows, "pending_approvals": len(pending)}
@@ -102,11 +142,7 @@ class ConsoleData:
     def approvals(self) -> list[dict[str, Any]]:
         """Pending approvals, each with the decision (frame, rule, reason) that asks."""
         with self.log() as log:
-            pending = pending_approvals(log)
-            for item in pending:
-                (request,) = log.read(after=item["event_id"] - 1, limit=1)
-                item["decision"] = _decision(request.payload)
-        return pending
+            return self.pending.update(log)
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         """The run's events in order, its receipts with their decisions, and its record."""
