@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.charter-installed
 
-.PHONY: demo test lint typecheck pytest bench clean services mcp-npm clis browser
+.PHONY: demo test lint typecheck pytest bench clean services mcp-npm clis browser sandbox-tools
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -84,7 +84,24 @@ browser:
 	echo "browser: installing Debian's chromium"; \
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 
-pytest: $(STAMP) services mcp-npm clis browser
+# bubblewrap (and socat, the sandbox network proxy's bridge) for charter.sandbox and the bash
+# tool's tests, strace for the policy-vs-execve property test. Installed with apt-get when
+# missing and running as root; otherwise an error under CI=true, a notice (tests skip) elsewhere.
+SANDBOX_TOOLS := bwrap:bubblewrap socat:socat strace:strace
+
+sandbox-tools:
+	@missing=""; for pair in $(SANDBOX_TOOLS); do \
+	  command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
+	[ -z "$$missing" ] && exit 0; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "sandbox-tools: apt-get install$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null \
+	    && exit 0; \
+	fi; \
+	if [ "$$CI" = true ]; then echo "sandbox-tools: cannot install$$missing (CI=true)" >&2; exit 1; fi; \
+	echo "sandbox-tools: missing$$missing; the sandbox tests will be skipped" >&2
+
+pytest: $(STAMP) services mcp-npm clis browser sandbox-tools
 	$(BIN)/pytest
 
 test: lint typecheck pytest

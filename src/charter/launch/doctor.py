@@ -23,6 +23,7 @@ def _version(binary: str) -> str | None:
 
 def checks(cwd: str | None = None) -> list[dict[str, Any]]:
     from charter.manifest import load_manifest
+    from charter.sandbox import diagnostics as sandbox_diagnostics
 
     from .runner import unshare_works
 
@@ -54,15 +55,8 @@ def checks(cwd: str | None = None) -> list[dict[str, Any]]:
             else "no mount namespace: launches fall back to swap mode",
         }
     )
-    bwrap = shutil.which("bwrap")
-    out.append(
-        {
-            "check": "bubblewrap",
-            "status": "ok" if bwrap else "warn",
-            "detail": bwrap
-            or "not installed (apt-get install bubblewrap); codex's sandbox ships its own helper",
-        }
-    )
+    # bubblewrap, the network proxy's socat and Landlock, as charter.sandbox probes them
+    out.extend(sandbox_diagnostics())
     manifest = load_manifest(cwd=cwd)
     roots = ", ".join(f"{p} ({o})" for p, o in manifest.persona_roots) or "none"
     out.append(

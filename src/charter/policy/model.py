@@ -32,7 +32,10 @@ _DIM_ALIASES: dict[str, str] = {
     "members": "members",
     "capabilities": "capabilities",
 }
-_TOP_KEYS = (*_DIM_ALIASES, "side_effect_level", "allow_sensitive", "name")
+_TOP_KEYS = (*_DIM_ALIASES, "side_effect_level", "allow_sensitive", "sandbox", "name")
+#: Values of ``sandbox``: ``"auto"`` (default: sandbox when the policy restricts paths or
+#: network, refuse when no sandbox can be made) or ``"off"`` (the explicit opt-out).
+SANDBOX_MODES = ("auto", "off")
 _RULE_KEYS = ("allow", "deny", "allow_all_of")
 _CAPABILITY = re.compile(r"^[a-z0-9_*?\[\]-]+\.[a-z0-9_*?\[\]-]+$")
 
@@ -229,6 +232,7 @@ class Policy:
     members: Rules = Rules()
     capabilities: Rules = Rules()
     allow_sensitive: frozenset[str] = frozenset()
+    sandbox: str = "auto"
     name: str | None = field(default=None, compare=False)
 
     # -- construction -----------------------------------------------------------------
@@ -273,6 +277,7 @@ class Policy:
             members=self.members.intersect(other.members),
             capabilities=self.capabilities.intersect(other.capabilities),
             allow_sensitive=self.allow_sensitive & other.allow_sensitive,
+            sandbox=_sandbox_meet(self, other),
             name=self.name if self.name == other.name else None,
         )
 
@@ -295,12 +300,28 @@ class Policy:
             out["network"] = self.network.to_dict()
         if self.allow_sensitive:
             out["allow_sensitive"] = sorted(self.allow_sensitive)
+        if self.sandbox != "auto":
+            out["sandbox"] = self.sandbox
         return out
+
+    @property
+    def needs_sandbox(self) -> bool:
+        """Whether a shell under this policy must run in an OS sandbox (paths or network)."""
+        return self.paths.restricted or self.network.restricted
 
     @cached_property
     def compiled(self) -> CompiledPolicy:
         """Matchers for this policy (built on first use, then reused)."""
         return CompiledPolicy(self)
+
+
+def _sandbox_meet(a: Policy, b: Policy) -> str:
+    # "off" survives an intersection only if every side that restricts paths or network
+    # said "off" itself: one frame cannot switch off the sandbox another frame relies on.
+    if "off" not in (a.sandbox, b.sandbox):
+        return "auto"
+    ok = all(p.sandbox == "off" or not p.needs_sandbox for p in (a, b))
+    return "off" if ok else "auto"
 
 
 # -- parsing --------------------------------------------------------------------------
@@ -349,6 +370,14 @@ def _parse_policy(data: Any, path: str, issues: list[PolicyIssue]) -> Policy:
                         )
                     )
             kwargs["allow_sensitive"] = frozenset(n for _, n in names)
+            continue
+        if key == "sandbox":
+            if value not in SANDBOX_MODES:
+                issues.append(
+                    PolicyIssue(key_path, f"expected one of {', '.join(map(repr, SANDBOX_MODES))}")
+                )
+            else:
+                kwargs["sandbox"] = value
             continue
         dim = _DIM_ALIASES[key]
         if dim in seen:

@@ -1,0 +1,52 @@
+"""charter.sandbox: the kernel enforces what parsing cannot.
+
+The policy layer decides each shell command from its text; an allowed interpreter
+(``python3 -c``, ``node -e``, ``awk``, git hooks) can still read a denied file or open a
+socket. So every shell charter runs under a policy also runs in an OS sandbox built from
+the same effective policy:
+
+- :func:`build_profile` -> :class:`SandboxProfile` (read-only view of ``/``, writable
+  only where ``paths`` allow writes, denied and sensitive paths masked, network mode);
+- :func:`bwrap_argv` turns a profile into a bubblewrap command line (new PID, IPC, UTS
+  namespaces, ``--die-with-parent``, ``--new-session``, a clean environment; bubblewrap
+  always sets no-new-privileges);
+- :class:`NetworkProxy` is the only way out of a ``PROXY`` network namespace: every host
+  is decided by :mod:`charter.policy`'s network rules;
+- :class:`Sandbox` ties these together for one policy stack and workspace (one-shot
+  shells and long-lived CLIs alike); :func:`sandbox_for` applies the fail-closed rule;
+- :func:`available` / :func:`diagnostics` say what this machine can do.
+"""
+
+from .availability import Availability, available, diagnostics, install_hint, landlock_abi
+from .bwrap import BASE_ENV, PROXY_PORT, bwrap_argv, bwrap_path, sandbox_env
+from .profile import NetworkMode, SandboxProfile, build_profile, network_mode, writable_roots
+from .proxy import NetworkProxy, decide_host
+from .receipt import HostRefusal, SandboxReceipt, SandboxUnavailable, refused_paths_from
+from .runner import Sandbox, sandbox_for, shell_argv
+
+__all__ = [
+    "BASE_ENV",
+    "PROXY_PORT",
+    "Availability",
+    "HostRefusal",
+    "NetworkMode",
+    "NetworkProxy",
+    "Sandbox",
+    "SandboxProfile",
+    "SandboxReceipt",
+    "SandboxUnavailable",
+    "available",
+    "build_profile",
+    "bwrap_argv",
+    "bwrap_path",
+    "decide_host",
+    "diagnostics",
+    "install_hint",
+    "landlock_abi",
+    "network_mode",
+    "refused_paths_from",
+    "sandbox_env",
+    "sandbox_for",
+    "shell_argv",
+    "writable_roots",
+]

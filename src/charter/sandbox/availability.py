@@ -1,0 +1,165 @@
+"""What sandboxing this machine can do, probed once per process."""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from .bwrap import bwrap_path
+
+_LANDLOCK_CREATE_RULESET = 444  # syscall number on x86_64 and aarch64 alike
+_LANDLOCK_CREATE_RULESET_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Availability:
+    """``ok`` when bubblewrap can build a sandbox here; ``proxy_ok`` when, in addition,
+    the network can be routed through charter's proxy (needs ``socat``)."""
+
+    ok: bool
+    bwrap: str | None
+    version: str | None
+    proxy_ok: bool
+    landlock_abi: int | None
+    reasons: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "bwrap": self.bwrap,
+            "version": self.version,
+            "proxy_ok": self.proxy_ok,
+            "landlock_abi": self.landlock_abi,
+            "reasons": list(self.reasons),
+        }
+
+
+def landlock_abi() -> int | None:
+    """The kernel's Landlock ABI version, or None (not Linux, not built in, or disabled)."""
+    if platform.system() != "Linux":
+        return None
+    import ctypes  # only when asked: most imports of charter never probe the kernel
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        version = int(
+            libc.syscall(_LANDLOCK_CREATE_RULESET, None, 0, _LANDLOCK_CREATE_RULESET_VERSION)
+        )
+    except (OSError, AttributeError):
+        return None
+    return version if version > 0 else None
+
+
+def install_hint() -> str:
+    """How to get bubblewrap on this system (the distribution's package)."""
+    for manager, command in (
+        ("apt-get", "sudo apt-get install bubblewrap socat"),
+        ("dnf", "sudo dnf install bubblewrap socat"),
+        ("pacman", "sudo pacman -S bubblewrap socat"),
+        ("apk", "sudo apk add bubblewrap socat"),
+        ("zypper", "sudo zypper install bubblewrap socat"),
+    ):
+        if shutil.which(manager):
+            return command
+    return "install the 'bubblewrap' and 'socat' packages of your distribution"
+
+
+@lru_cache(maxsize=8)
+def _probe(binary: str) -> tuple[bool, str | None, str | None]:
+    try:
+        version = subprocess.run(
+            [binary, "--version"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout.strip()
+        run = subprocess.run(
+            [
+                binary,
+                "--ro-bind",
+                "/",
+                "/",
+                "--dev",
+                "/dev",
+                "--proc",
+                "/proc",
+                "--unshare-net",
+                "--unshare-pid",
+                "--die-with-parent",
+                "--",
+                "/bin/true",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, None, f"{binary} cannot run: {exc}"
+    if run.returncode != 0:
+        detail = (
+            run.stderr.strip().splitlines()[-1] if run.stderr.strip() else f"exit {run.returncode}"
+        )
+        return (
+            False,
+            version or None,
+            (
+                f"{binary} cannot create namespaces here ({detail}); unprivileged user "
+                "namespaces may be disabled (kernel.unprivileged_userns_clone, "
+                "kernel.apparmor_restrict_unprivileged_userns)"
+            ),
+        )
+    return True, version or None, None
+
+
+def available(*, refresh: bool = False) -> Availability:
+    """Probe bubblewrap (a real sandboxed ``/bin/true``), socat and Landlock; cached."""
+    if refresh:
+        _probe.cache_clear()
+    reasons: list[str] = []
+    if platform.system() != "Linux":
+        return Availability(False, None, None, False, None, ("OS sandboxing needs Linux",))
+    binary = bwrap_path()
+    ok = False
+    version = None
+    if binary is None:
+        reasons.append(f"bubblewrap (bwrap) is not installed: {install_hint()}")
+    else:
+        ok, version, problem = _probe(binary)
+        if problem:
+            reasons.append(problem)
+    socat = shutil.which("socat") is not None
+    if not socat:
+        reasons.append("socat is not installed: allow-listed network domains cannot be proxied")
+    return Availability(ok, binary, version, ok and socat, landlock_abi(), tuple(reasons))
+
+
+def diagnostics() -> list[dict[str, Any]]:
+    """``charter doctor`` rows (``check``, ``status``, ``detail``) for sandboxing."""
+    info = available()
+    rows: list[dict[str, Any]] = [
+        {
+            "check": "bubblewrap",
+            "status": "ok" if info.ok else "warn",
+            "detail": f"{info.version} at {info.bwrap}"
+            if info.ok
+            else "; ".join(r for r in info.reasons if "socat" not in r)
+            + " (bash tools under path/network policies will refuse to run)",
+        },
+        {
+            "check": "sandbox network proxy",
+            "status": "ok" if info.proxy_ok else "warn",
+            "detail": "socat found: network.allow domains go through charter's proxy"
+            if info.proxy_ok
+            else "unavailable: " + "; ".join(info.reasons),
+        },
+        {
+            "check": "landlock",
+            "status": "ok" if info.landlock_abi else "warn",
+            "detail": f"kernel Landlock ABI {info.landlock_abi}"
+            if info.landlock_abi
+            else "not available in this kernel",
+        },
+    ]
+    return rows

@@ -1,0 +1,121 @@
+"""Bubblewrap: turn a :class:`SandboxProfile` into a ``bwrap`` command line."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+
+from .profile import NetworkMode, SandboxProfile
+
+#: Port the in-sandbox bridge listens on (loopback of the sandbox's own network namespace).
+PROXY_PORT = 3128
+
+#: Variables a sandboxed shell gets by default (values copied from charter's environment).
+BASE_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME")
+
+# Started inside the sandbox when the network goes through the proxy: socat bridges the
+# sandbox's loopback port to the proxy's unix socket (bound in), and the command starts
+# once the port is listening (0x0C38 = 3128 in /proc/net/tcp).
+_BRIDGE = (
+    'socat TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr "UNIX-CONNECT:{sock}" '
+    "</dev/null >/dev/null 2>&1 & "
+    "i=0; while [ $i -lt 300 ]; do "
+    "grep -q ':{hexport} ' /proc/net/tcp 2>/dev/null && break; i=$((i+1)); sleep 0.005; done; "
+    'exec "$@"'
+)
+
+
+def bwrap_path() -> str | None:
+    """The ``bwrap`` binary charter uses: ``$CHARTER_BWRAP``, else the one on PATH."""
+    override = os.environ.get("CHARTER_BWRAP")
+    if override:
+        return override if os.access(override, os.X_OK) else None
+    return shutil.which("bwrap")
+
+
+def _under(path: str, root: str) -> bool:
+    return root == "/" or path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def sandbox_env(
+    profile: SandboxProfile,
+    extra: Mapping[str, str] | None = None,
+    *,
+    source: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The clean environment of a sandboxed process: :data:`BASE_ENV`, HOME, the proxy
+    variables when the network goes through the proxy, then ``extra``."""
+    src = os.environ if source is None else source
+    env = {k: src[k] for k in BASE_ENV if k in src}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env["HOME"] = profile.home
+    if profile.network is NetworkMode.PROXY:
+        url = f"http://127.0.0.1:{PROXY_PORT}"
+        for key in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
+            env[key] = url
+        env["all_proxy"] = url
+        env["NO_PROXY"] = env["no_proxy"] = ""
+    env.update(extra or {})
+    return env
+
+
+def bwrap_argv(
+    profile: SandboxProfile,
+    command: Sequence[str],
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    proxy_socket: str | None = None,
+    new_session: bool = True,
+    bwrap: str | None = None,
+) -> list[str]:
+    """The full argv running ``command`` under ``profile``.
+
+    ``env`` is the complete environment inside (``--clearenv`` drops everything else;
+    build it with :func:`sandbox_env`). ``proxy_socket`` (the unix socket of a running
+    :class:`charter.sandbox.NetworkProxy`) is required when the profile's network mode is
+    ``PROXY``. ``new_session=False`` keeps the controlling terminal, for an interactive
+    CLI; a one-shot shell keeps the default (no TIOCSTI into the caller's terminal).
+    """
+    binary = bwrap or bwrap_path()
+    if binary is None:
+        raise FileNotFoundError("bwrap (bubblewrap) is not installed")
+    if profile.network is NetworkMode.PROXY and not proxy_socket:
+        raise ValueError("the profile routes the network through a proxy: pass proxy_socket")
+    workdir = os.path.realpath(cwd or profile.workspace)
+    all_writable = profile.writable == ("/",)
+    argv = [binary, "--bind" if all_writable else "--ro-bind", "/", "/"]
+    argv += ["--dev", "/dev", "--proc", "/proc"]
+    if not all_writable and not any(_under("/tmp", w) for w in profile.writable):
+        # A private /tmp: tools need one, and the host's /tmp is not ours to write.
+        argv += ["--tmpfs", "/tmp"]
+        for keep in (workdir, profile.workspace):
+            if _under(keep, "/tmp") and not any(_under(keep, w) for w in profile.writable):
+                argv += ["--ro-bind-try", keep, keep]
+    for root in profile.writable:
+        if root != "/":
+            argv += ["--bind", root, root]
+    for path in profile.readonly:
+        argv += ["--ro-bind", path, path]
+    for path in profile.masked_dirs:
+        argv += ["--tmpfs", path, "--remount-ro", path]
+    for path in profile.masked_files:
+        argv += ["--ro-bind", "/dev/null", path]
+    if profile.network is not NetworkMode.HOST:
+        argv.append("--unshare-net")
+    if proxy_socket and profile.network is NetworkMode.PROXY:
+        argv += ["--ro-bind", proxy_socket, proxy_socket]
+    argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    argv += ["--die-with-parent"]
+    if new_session:
+        argv.append("--new-session")
+    argv.append("--clearenv")
+    for key, value in (env if env is not None else sandbox_env(profile)).items():
+        argv += ["--setenv", key, value]
+    argv += ["--chdir", workdir, "--"]
+    if proxy_socket and profile.network is NetworkMode.PROXY:
+        script = _BRIDGE.format(port=PROXY_PORT, sock=proxy_socket, hexport=f"{PROXY_PORT:04X}")
+        argv += ["/bin/sh", "-c", script, "charter-sandbox"]
+    argv += list(command)
+    return argv

@@ -1,0 +1,206 @@
+"""The sandbox profile: what the kernel must enforce, built from the effective policy.
+
+:func:`build_profile` reads a :class:`charter.policy.Policy` (usually the intersection of
+the active stack, :func:`charter.policy.combined_policy`) and a workspace, and produces a
+:class:`SandboxProfile`: plain data that each mechanism (bubblewrap today) turns into its
+own arguments. Nothing here decides a tool call; the profile only restates the policy's
+path and network rules in the terms a kernel can enforce.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from charter.policy import SENSITIVE_PATHS, Policy, Rules, expand_pattern, make_context
+from charter.policy.paths import PathContext, PathMatcher, compile_paths
+
+#: How many directory entries :func:`build_profile` inspects for denied names
+#: (``*.pem``, ``.env*``, ...) before giving up on the rest of the tree.
+SCAN_LIMIT = 20_000
+
+
+class NetworkMode(StrEnum):
+    """How the sandbox reaches the network."""
+
+    #: Same network as charter (the policy does not restrict the network).
+    HOST = "host"
+    #: No network at all: a fresh namespace with only a loopback device.
+    NONE = "none"
+    #: A fresh namespace whose only way out is charter's allow-listing proxy.
+    PROXY = "proxy"
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxProfile:
+    """What a sandboxed process may see, write and reach.
+
+    ``writable`` are absolute, symlink-free roots mounted read-write (``("/",)`` when the
+    policy does not restrict writes); everything else is read-only. ``masked_dirs`` and
+    ``masked_files`` exist on the host and are replaced by an empty read-only directory
+    or an empty file. ``readonly`` are paths under a writable root that stay read-only
+    (write-only denies). ``scan_complete`` is False when the tree holding the workspace
+    was too large to inspect for denied file names within :data:`SCAN_LIMIT` entries.
+    """
+
+    workspace: str
+    home: str
+    writable: tuple[str, ...]
+    masked_dirs: tuple[str, ...] = ()
+    masked_files: tuple[str, ...] = ()
+    readonly: tuple[str, ...] = ()
+    network: NetworkMode = NetworkMode.HOST
+    scan_complete: bool = True
+    reasons: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def masked(self) -> tuple[str, ...]:
+        """Every masked path (directories first)."""
+        return self.masked_dirs + self.masked_files
+
+
+def _under(path: str, root: str) -> bool:
+    return root == "/" or path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _roots(patterns: Iterable[str], ctx: PathContext) -> set[str]:
+    return {expand_pattern(p, ctx)[0] for p in patterns}
+
+
+def _meet(a: set[str], b: set[str]) -> set[str]:
+    # A path must fall under a root of every allow group: keep the deeper of each nested pair.
+    out: set[str] = set()
+    for x in a:
+        for y in b:
+            if _under(x, y):
+                out.add(x)
+            elif _under(y, x):
+                out.add(y)
+    return out
+
+
+def _minimal(roots: Iterable[str]) -> tuple[str, ...]:
+    kept: list[str] = []
+    for root in sorted(set(roots), key=lambda r: (r.count("/"), r)):
+        if not any(_under(root, k) for k in kept):
+            kept.append(root)
+    return tuple(sorted(kept))
+
+
+def writable_roots(rules: Rules, ctx: PathContext) -> tuple[str, ...]:
+    """Roots a ``write`` allow-list conjunction permits (``("/",)`` when unrestricted)."""
+    if not rules.allow:
+        return ("/",)
+    groups = [_roots(group, ctx) for group in rules.allow]
+    roots = groups[0]
+    for group in groups[1:]:
+        roots = _meet(roots, group)
+    return _minimal(r for r in roots if os.path.isdir(r) or os.path.exists(r))
+
+
+def _deny_patterns(policy: Policy, access: str) -> tuple[str, ...]:
+    own = policy.paths.for_access(access).deny
+    sensitive = tuple(p for name in policy.sensitive_denied() for p in SENSITIVE_PATHS[name])
+    return tuple(dict.fromkeys(own + sensitive))
+
+
+def build_profile(
+    policy: Policy,
+    workspace: str | None = None,
+    *,
+    home: str | None = None,
+    scan_roots: Sequence[str] = (),
+) -> SandboxProfile:
+    """The :class:`SandboxProfile` enforcing ``policy``'s path and network rules.
+
+    Denied literal paths (``./secrets/**``, ``~/.ssh``) are masked directly; denied file
+    names (``*.pem``, ``.env*``) are found by walking the workspace, the writable roots
+    under it and ``scan_roots`` (bounded by :data:`SCAN_LIMIT`), with the policy's own
+    path matcher, case-insensitively as the policy matches denies.
+    """
+    ctx = make_context(workspace, home)
+    read_deny = _deny_patterns(policy, "read")
+    write_deny = _deny_patterns(policy, "write")
+    writable = writable_roots(policy.paths.for_access("write"), ctx)
+    reasons: list[str] = []
+
+    masked: set[str] = set()
+    readonly: set[str] = set()
+    for pattern in read_deny:
+        prefix, rest = expand_pattern(pattern, ctx)
+        if not rest and prefix != "/" and os.path.lexists(prefix):
+            masked.add(prefix)
+    for pattern in write_deny:
+        prefix, rest = expand_pattern(pattern, ctx)
+        if not rest and prefix != "/" and os.path.lexists(prefix) and prefix not in masked:
+            readonly.add(prefix)
+
+    read_matcher = compile_paths(read_deny, ctx, True) if read_deny else None
+    write_matcher = compile_paths(write_deny, ctx, True) if write_deny else None
+    roots = [ctx.workspace, *scan_roots, *(w for w in writable if w != "/")]
+    complete = _scan(_minimal(roots), read_matcher, write_matcher, masked, readonly)
+    if not complete:
+        reasons.append(
+            f"more than {SCAN_LIMIT} entries under the workspace: denied file names beyond "
+            "that were not masked"
+        )
+
+    masked_paths = _minimal(masked)
+    dirs = tuple(p for p in masked_paths if os.path.isdir(p) and not os.path.islink(p))
+    files = tuple(p for p in masked_paths if p not in dirs)
+    ro = tuple(p for p in _minimal(readonly) if not any(_under(p, m) for m in masked_paths))
+    return SandboxProfile(
+        workspace=ctx.workspace,
+        home=ctx.home,
+        writable=writable,
+        masked_dirs=dirs,
+        masked_files=files,
+        readonly=ro,
+        network=network_mode(policy.network),
+        scan_complete=complete,
+        reasons=tuple(reasons),
+    )
+
+
+def network_mode(rules: Rules) -> NetworkMode:
+    """``HOST`` when unrestricted, ``NONE`` when nothing may pass, else ``PROXY``."""
+    if not rules.restricted:
+        return NetworkMode.HOST
+    if rules.allows_nothing:
+        return NetworkMode.NONE
+    return NetworkMode.PROXY
+
+
+def _scan(
+    roots: Sequence[str],
+    read_matcher: PathMatcher | None,
+    write_matcher: PathMatcher | None,
+    masked: set[str],
+    readonly: set[str],
+) -> bool:
+    if read_matcher is None and write_matcher is None:
+        return True
+    seen = 0
+    stack = [r for r in roots if os.path.isdir(r)]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > SCAN_LIMIT:
+                return False
+            path = entry.path
+            if read_matcher is not None and read_matcher.first_match(path) is not None:
+                masked.add(path)
+                continue
+            if write_matcher is not None and write_matcher.first_match(path) is not None:
+                readonly.add(path)
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(path)
+    return True

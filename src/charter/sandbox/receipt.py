@@ -1,0 +1,88 @@
+"""Typed receipts: what the sandbox stopped, or why no sandbox could be made."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class HostRefusal:
+    """The proxy refused ``host:port`` because charter.policy denied it."""
+
+    host: str
+    port: int
+    reason: str
+    rule: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"host": self.host, "port": self.port, "reason": self.reason, "rule": self.rule}
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxReceipt:
+    """What happened to one sandboxed run.
+
+    ``refused_hosts`` are known exactly (the proxy saw them); ``refused_paths`` are what
+    the process reported as read-only or missing under a masked or read-only mount
+    (best effort: read from its stderr); ``network`` is the profile's network mode.
+    """
+
+    mechanism: str
+    exit_code: int | None
+    network: str
+    refused_hosts: tuple[HostRefusal, ...] = ()
+    refused_paths: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def stopped_something(self) -> bool:
+        return bool(self.refused_hosts or self.refused_paths)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "sandbox",
+            "mechanism": self.mechanism,
+            "exit_code": self.exit_code,
+            "network": self.network,
+            "refused_hosts": [h.to_dict() for h in self.refused_hosts],
+            "refused_paths": list(self.refused_paths),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxUnavailable:
+    """No sandbox could be made where the policy needs one: the command did not run."""
+
+    reasons: tuple[str, ...]
+    needed_for: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "sandbox_unavailable",
+            "reasons": list(self.reasons),
+            "needed_for": list(self.needed_for),
+            "hint": 'install bubblewrap (see `charter doctor`), or set sandbox = "off" in the '
+            "persona's policy to run shells unsandboxed",
+        }
+
+    @property
+    def message(self) -> str:
+        return (
+            "refused: the policy restricts "
+            + " and ".join(self.needed_for)
+            + " but no OS sandbox can be made ("
+            + "; ".join(self.reasons)
+            + '); set sandbox = "off" in the policy to run shells unsandboxed'
+        )
+
+
+_EROFS = re.compile(r"(?:^|[\s'`\"])(/[^\s'`\":]+|[^\s'`\":]+)['`\"]?: Read-only file system")
+
+
+def refused_paths_from(stderr: str, limit: int = 20) -> tuple[str, ...]:
+    """Paths a process reported as on a read-only file system (what the sandbox refused)."""
+    found = dict.fromkeys(m.group(1) for m in _EROFS.finditer(stderr))
+    return tuple(found)[:limit]

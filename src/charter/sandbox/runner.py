@@ -1,0 +1,156 @@
+"""A sandbox for one policy and workspace: profile, proxy, wrapped argv, receipt."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from charter.policy import Frame, combined_policy
+
+from .availability import Availability, available
+from .bwrap import bwrap_argv, sandbox_env
+from .profile import NetworkMode, SandboxProfile, build_profile
+from .proxy import NetworkProxy
+from .receipt import HostRefusal, SandboxReceipt, SandboxUnavailable, refused_paths_from
+
+
+def shell_argv(command: str) -> list[str]:
+    """The shell charter's policy parses, with no start-up files: bash, not ``/bin/sh``."""
+    return ["bash", "--noprofile", "--norc", "-c", command]
+
+
+class Sandbox:
+    """The OS sandbox for ``frames`` (bottom first) in ``workspace``.
+
+    Start it (or use ``with``) before :meth:`wrap`: a ``PROXY`` profile needs the proxy
+    running for as long as the sandboxed process lives, which makes one ``Sandbox`` fit a
+    long-lived CLI as well as a one-shot shell. The profile is built once, at construction;
+    call :meth:`refresh` to rebuild it (for example before each shell call, so that new
+    files matching a denied name are masked too).
+    """
+
+    def __init__(
+        self,
+        frames: Sequence[Frame],
+        workspace: str,
+        *,
+        home: str | None = None,
+        scan_roots: Sequence[str] = (),
+    ) -> None:
+        self.frames = tuple(frames)
+        self.workspace = workspace
+        self._home = home
+        self._scan_roots = tuple(scan_roots)
+        self.profile: SandboxProfile = self._build()
+        self.proxy: NetworkProxy | None = None
+        self._refused: list[HostRefusal] = []
+
+    def _build(self) -> SandboxProfile:
+        return build_profile(
+            combined_policy(self.frames),
+            self.workspace,
+            home=self._home,
+            scan_roots=self._scan_roots,
+        )
+
+    def refresh(self) -> SandboxProfile:
+        """Rebuild the profile from the same frames (the filesystem may have changed)."""
+        self.profile = self._build()
+        return self.profile
+
+    def __enter__(self) -> Sandbox:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start the proxy when the profile routes the network through it."""
+        if self.profile.network is NetworkMode.PROXY and self.proxy is None:
+            self.proxy = NetworkProxy(self.frames)
+            self.proxy.start()
+
+    def stop(self) -> None:
+        """Stop the proxy (sandboxed processes lose the network)."""
+        if self.proxy is not None:
+            self.proxy.stop()
+            self._refused.extend(self.proxy.take_refusals())
+            self.proxy = None
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The clean environment inside (see :func:`charter.sandbox.sandbox_env`)."""
+        return sandbox_env(self.profile, extra)
+
+    def wrap(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        new_session: bool = True,
+    ) -> list[str]:
+        """``argv`` wrapped in bubblewrap under this sandbox's profile.
+
+        ``env`` is the full environment inside (default :meth:`env`); the caller runs the
+        result with any environment, since ``--clearenv`` discards it.
+        """
+        if self.profile.network is NetworkMode.PROXY and self.proxy is None:
+            raise RuntimeError("start() the sandbox first: its network goes through the proxy")
+        return bwrap_argv(
+            self.profile,
+            argv,
+            cwd=cwd,
+            env=self.env() if env is None else env,
+            proxy_socket=self.proxy.socket_path if self.proxy else None,
+            new_session=new_session,
+        )
+
+    def receipt(self, exit_code: int | None, stderr: str = "") -> SandboxReceipt:
+        """What the sandbox stopped during the run that just ended (consumes proxy refusals)."""
+        hosts = (*self._refused, *(self.proxy.take_refusals() if self.proxy else ()))
+        self._refused = []
+        return SandboxReceipt(
+            mechanism="bubblewrap",
+            exit_code=exit_code,
+            network=self.profile.network.value,
+            refused_hosts=hosts,
+            refused_paths=refused_paths_from(stderr),
+            notes=self.profile.reasons,
+        )
+
+
+def sandbox_for(
+    frames: Sequence[Frame],
+    workspace: str,
+    *,
+    info: Availability | None = None,
+    home: str | None = None,
+    scan_roots: Sequence[str] = (),
+) -> Sandbox | SandboxUnavailable | None:
+    """What a shell under ``frames`` must run in.
+
+    ``None``: no sandbox (no policy is active, or it says ``sandbox = "off"``, or it
+    restricts neither paths nor network and this machine cannot sandbox).
+    :class:`SandboxUnavailable`: the policy restricts paths or network and no sandbox
+    can be made, so the shell must not run (fail closed). Otherwise a :class:`Sandbox`.
+    """
+    if not frames:
+        return None
+    policy = combined_policy(frames)
+    if policy.sandbox == "off":
+        return None
+    info = info or available()
+    needed = tuple(
+        name
+        for name, restricted in (
+            ("paths", policy.paths.restricted),
+            ("network", policy.network.restricted),
+        )
+        if restricted
+    )
+    if not info.ok:
+        return SandboxUnavailable(info.reasons, needed) if needed else None
+    box = Sandbox(frames, workspace, home=home, scan_roots=scan_roots)
+    if box.profile.network is NetworkMode.PROXY and not info.proxy_ok:
+        return SandboxUnavailable(info.reasons, ("network",))
+    return box

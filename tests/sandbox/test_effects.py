@@ -1,0 +1,171 @@
+"""The built-in bash tool under a policy: what the kernel stops, checked by its effects.
+
+Each hostile case has an allowed twin that must still work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from charter.agent.builtins import builtin_tools
+from charter.policy import with_execution_policy
+
+from .conftest import Server
+
+pytestmark = pytest.mark.needs_sandbox
+
+POLICY: dict[str, Any] = {
+    "commands": {"allow": ["python3:*", "cat:*", "echo:*", "curl:*", "bash:*", "ls:*"]},
+    "paths": {"allow": ["./**"], "deny": ["./secrets/**"]},
+    "network": {"deny": ["*"]},
+}
+
+
+def run_bash(workspace: Path, command: str, policy: dict[str, Any] | None = None) -> Any:
+    tool = next(t for t in builtin_tools(str(workspace)) if t.name == "bash")
+
+    async def go() -> Any:
+        with with_execution_policy(policy if policy is not None else POLICY, label="persona"):
+            return await tool.handler(command=command)
+
+    return asyncio.run(go())
+
+
+def test_interpreter_cannot_read_a_denied_file(workspace: Path) -> None:
+    # The policy allows python3; the text names no path, so only the kernel can stop this.
+    hostile = run_bash(workspace, "python3 -c \"print(open('secrets/token.txt').read())\"")
+    assert "TOPSECRET" not in hostile["stdout"] + hostile["stderr"]
+    assert hostile["exit_code"] != 0
+    twin = run_bash(workspace, "python3 -c \"print(open('notes.txt').read())\"")
+    assert twin["stdout"].strip() == "public notes"
+
+
+def test_sensitive_default_names_are_masked(workspace: Path) -> None:
+    hostile = run_bash(workspace, "cat deploy.pem; cat ./*.pem")
+    assert "PRIVATE KEY" not in hostile["stdout"]
+    twin = run_bash(workspace, "cat notes.txt")
+    assert twin["stdout"] == "public notes\n"
+
+
+def test_write_outside_allowed_roots_leaves_no_file(workspace: Path, tmp_path: Path) -> None:
+    # Under /tmp (the sandbox's private /tmp absorbs it) and under $HOME (read-only).
+    in_tmp = tmp_path / "outside.txt"
+    home_dir = Path(tempfile.mkdtemp(prefix=".charter-sbx-test-", dir=Path.home()))
+    try:
+        in_home = home_dir / "outside.txt"
+        for target in (in_tmp, in_home):
+            run_bash(
+                workspace, f"python3 -c \"open('{target}', 'w').write('pwned')\"; echo x > {target}"
+            )
+            assert not target.exists()
+        hostile = run_bash(workspace, f"echo x > {in_home}")
+        assert hostile["exit_code"] != 0
+        assert str(in_home) in hostile["sandbox"]["refused_paths"]
+    finally:
+        shutil.rmtree(home_dir)
+    twin = run_bash(workspace, "python3 -c \"open('made.txt', 'w').write('ok')\"")
+    assert twin["exit_code"] == 0
+    assert (workspace / "made.txt").read_text() == "ok"
+
+
+def test_write_into_denied_tree_leaves_no_file(workspace: Path) -> None:
+    run_bash(workspace, "echo planted > secrets/planted.txt; python3 -c \"open('secrets/x','w')\"")
+    assert sorted(p.name for p in (workspace / "secrets").iterdir()) == ["token.txt"]
+
+
+def test_loopback_server_unreachable_when_network_denied(workspace: Path, server: Server) -> None:
+    url = f"http://127.0.0.1:{server.port}/hostile"
+    hostile = run_bash(workspace, f"python3 -c \"import urllib.request as u; u.urlopen('{url}')\"")
+    assert hostile["exit_code"] != 0
+    assert server.paths == []
+    open_net = {k: v for k, v in POLICY.items() if k != "network"}
+    twin = run_bash(
+        workspace, f"curl -s --noproxy '*' http://127.0.0.1:{server.port}/twin", open_net
+    )
+    assert twin["stdout"] == "hello from 127.0.0.1\n"
+    assert server.paths == ["/twin"]
+
+
+def test_proxy_lets_allowed_host_through_and_refuses_others(
+    workspace: Path, server: Server
+) -> None:
+    policy = {**POLICY, "network": {"allow": ["127.0.0.1"]}}
+    twin = run_bash(workspace, f"curl -s -m 5 http://127.0.0.1:{server.port}/allowed", policy)
+    assert twin["stdout"] == "hello from 127.0.0.1\n", twin
+    assert server.paths == ["/allowed"]
+    assert twin["sandbox"]["network"] == "proxy"
+    hostile = run_bash(
+        workspace,
+        f"curl -s -m 5 -o /dev/null -w '%{{http_code}}' http://localhost:{server.port}/x",
+        policy,
+    )
+    assert hostile["stdout"] == "403"
+    assert server.paths == ["/allowed"]
+    refused = hostile["sandbox"]["refused_hosts"]
+    assert [(r["host"], r["port"]) for r in refused] == [("localhost", server.port)]
+    # Going around the proxy: the namespace has no other way out.
+    direct = run_bash(
+        workspace, f"curl -s -m 5 --noproxy '*' http://127.0.0.1:{server.port}/d", policy
+    )
+    assert direct["exit_code"] != 0
+    assert server.paths == ["/allowed"]
+
+
+def test_https_connect_is_decided_too(workspace: Path, server: Server) -> None:
+    policy = {**POLICY, "network": {"allow": ["127.0.0.1"]}}
+    hostile = run_bash(
+        workspace, "curl -s -m 5 https://example.com/ -o /dev/null; echo rc=$?", policy
+    )
+    assert "rc=0" not in hostile["stdout"]
+    assert [r["host"] for r in hostile["sandbox"]["refused_hosts"]] == ["example.com"]
+
+
+def test_bash_tool_runs_bash_without_startup_files(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = workspace / "startup-ran"
+    rc = workspace / "rc.sh"
+    rc.write_text(f"touch {marker}\n")
+    monkeypatch.setenv("BASH_ENV", str(rc))
+    monkeypatch.setenv("ENV", str(rc))
+    out = run_bash(workspace, "echo \"${BASH_VERSION:+bash}\"; echo $(( 2 ** 3 )); echo $'a\\tb'")
+    assert out["stdout"].splitlines() == ["bash", "8", "a\tb"]
+    assert not marker.exists()
+    plain = run_bash(workspace, 'echo "${BASH_VERSION:+bash}"', {})
+    assert plain["stdout"] == "bash\n"
+    assert not marker.exists()
+
+
+def test_fail_closed_without_bubblewrap(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHARTER_BWRAP", str(workspace / "no-such-bwrap"))
+    marker = workspace / "ran"
+    refused = run_bash(workspace, f"echo x > {marker}")
+    assert refused["status"] == "error"
+    assert refused["receipt"]["kind"] == "sandbox_unavailable"
+    assert "bubblewrap" in refused["error"]
+    assert not marker.exists()
+    opted_out = run_bash(workspace, f"echo x > {marker}", {**POLICY, "sandbox": "off"})
+    assert opted_out["exit_code"] == 0
+    assert marker.exists()
+
+
+def test_sandbox_off_in_one_frame_does_not_switch_off_anothers() -> None:
+    from charter.policy import Policy
+
+    persona = Policy.from_dict({"paths": {"deny": ["./x/**"]}})
+    off = Policy.from_dict({"sandbox": "off", "paths": {"deny": ["./y/**"]}})
+    assert persona.intersect(off).sandbox == "auto"
+    assert off.intersect(Policy()).sandbox == "off"
+
+
+def test_sandbox_field_is_validated() -> None:
+    from charter.policy import Policy, PolicyError
+
+    with pytest.raises(PolicyError, match="sandbox"):
+        Policy.from_dict({"sandbox": "disabled"})
