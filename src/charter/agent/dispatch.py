@@ -138,6 +138,22 @@ class Dispatcher:
         return list(await asyncio.gather(*(bounded(c) for c in calls)))
 
     async def dispatch_one(self, req: ToolCallRequest) -> ToolOutcome:
+        """Decide and run one call (an ``execute_tool`` span with the ``otel`` extra)."""
+        from . import telemetry
+
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": req.name,
+            "gen_ai.tool.call.id": req.id,
+        }
+        with telemetry.span(f"execute_tool {req.name}", attributes) as current:
+            outcome = await self._dispatch_one(req)
+            telemetry.annotate(current, telemetry.tool_attributes(outcome))
+            if not outcome.ok:
+                telemetry.error(current, outcome.status)
+            return outcome
+
+    async def _dispatch_one(self, req: ToolCallRequest) -> ToolOutcome:
         started = time.perf_counter()
         args = dict(req.arguments)
         if req.parse_error is not None:

@@ -369,10 +369,32 @@ class _Run:
             "request": request,
             "provider": self.provider,
         }
-        try:
-            return await call_caller(caller, call)
-        except Exception as exc:
-            return {"ok": False, "status": "provider_error", "error": exc}
+        from . import telemetry
+
+        attributes = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": getattr(self.provider, "name", None),
+            "gen_ai.request.model": request.model,
+            "gen_ai.conversation.id": self.cfg.session_id,
+        }
+        with telemetry.span(f"chat {request.model or ''}".strip(), attributes) as current:
+            try:
+                reply: dict[str, Any] = await call_caller(caller, call)
+            except Exception as exc:
+                reply = {"ok": False, "status": "provider_error", "error": exc}
+            if reply.get("ok"):
+                response = reply["value"]
+                telemetry.annotate(
+                    current,
+                    {
+                        "gen_ai.response.model": getattr(response, "model", None),
+                        "gen_ai.usage.input_tokens": getattr(response, "input_tokens", None),
+                        "gen_ai.usage.output_tokens": getattr(response, "output_tokens", None),
+                    },
+                )
+            else:
+                telemetry.error(current, str(reply.get("status") or "provider_error"))
+            return reply
 
     async def run(self, all_tools: list[Tool]) -> AgentResult:
         cfg = self.cfg

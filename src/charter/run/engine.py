@@ -435,7 +435,42 @@ def run_in_session(
     schedule: bool = False,
     work_key: str | None = None,
 ) -> RunResult:
-    """Admit one unit of work for ``name`` and, when admitted, run its entry workflow."""
+    """Admit one unit of work for ``name`` and, when admitted, run its entry workflow.
+
+    With the ``otel`` extra the run is an ``invoke_agent {name}`` span.
+    """
+    from charter.agent import telemetry
+
+    attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name}
+    with telemetry.span(f"invoke_agent {name}", attributes) as current:
+        result = _run_in_session(
+            session, name, provider=provider, kind=kind, metadata=metadata, payload=payload,
+            schedule=schedule, work_key=work_key,
+        )  # fmt: skip
+        telemetry.annotate(
+            current,
+            {
+                "gen_ai.agent.id": result.run_id,
+                "charter.run.status": result.status,
+                "charter.run.work_key": result.work_key,
+            },
+        )
+        if not result.ok:
+            telemetry.error(current, result.status)
+        return result
+
+
+def _run_in_session(
+    session: Session,
+    name: str,
+    *,
+    provider: str | None,
+    kind: str | None,
+    metadata: Mapping[str, str] | None,
+    payload: Mapping[str, Any] | None,
+    schedule: bool,
+    work_key: str | None,
+) -> RunResult:
     persona = session.persona(name)
     runtime = session.runtime
     options = session.options

@@ -1,0 +1,126 @@
+"""OpenTelemetry spans for the agent loop and persona runs (the optional ``charter[otel]``).
+
+Spans follow the GenAI semantic conventions: ``chat {model}`` per model call
+(``gen_ai.operation.name=chat``, request/response model, token usage), ``execute_tool
+{tool}`` per tool call (``gen_ai.tool.*`` plus the policy decision, dimension, frame and
+rule as ``charter.policy.*``), and ``invoke_agent {persona}`` per persona run.
+
+Without the extra nothing is imported: :func:`span` yields ``None`` after one
+``find_spec`` look-up; with it but no tracer provider installed, likewise (no cost).
+With a provider, spans go to it; when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or
+``..._TRACES_ENDPOINT``) is set and no provider was installed, an SDK provider exporting
+over OTLP/HTTP is installed on first use.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+_TRACER: Any = None
+_AVAILABLE: bool | None = None
+SCOPE = "charter"
+OTLP_ENV = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+
+
+def available() -> bool:
+    """Whether the ``otel`` extra is installed (checked once, importing nothing)."""
+    global _AVAILABLE
+    if _AVAILABLE is None:
+        try:
+            _AVAILABLE = importlib.util.find_spec("opentelemetry.trace") is not None
+        except ImportError:  # no ``opentelemetry`` package at all
+            _AVAILABLE = False
+    return _AVAILABLE
+
+
+def _configure_otlp() -> None:
+    from opentelemetry import trace
+
+    if not any(os.environ.get(name) for name in OTLP_ENV):
+        return
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return  # the host configured its own provider
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "charter"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+
+
+def tracer() -> Any:
+    """The ``charter`` tracer, or ``None`` without the extra."""
+    global _TRACER
+    if not available():
+        return None
+    from opentelemetry import trace
+
+    if _TRACER is None:
+        _configure_otlp()
+        _TRACER = trace.get_tracer(SCOPE)
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return None  # no provider installed (yet): spans would be dropped, skip their cost
+    return _TRACER
+
+
+def reset() -> None:
+    """Forget the cached tracer (tests that install their own provider)."""
+    global _TRACER, _AVAILABLE
+    _TRACER, _AVAILABLE = None, None
+
+
+def _clean(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in attributes.items():
+        if value is None:
+            continue
+        out[key] = value if isinstance(value, (str, bool, int, float)) else str(value)
+    return out
+
+
+@contextmanager
+def span(name: str, attributes: Mapping[str, Any]) -> Iterator[Any]:
+    """A span named ``name`` (``None`` without the extra); exceptions mark it as an error."""
+    active = tracer()
+    if active is None:
+        yield None
+        return
+    with active.start_as_current_span(name, attributes=_clean(attributes)) as current:
+        yield current
+
+
+def annotate(current: Any, attributes: Mapping[str, Any]) -> None:
+    """Set attributes on ``current`` (a no-op for ``None``)."""
+    if current is not None:
+        current.set_attributes(_clean(attributes))
+
+
+def error(current: Any, kind: str) -> None:
+    if current is not None:
+        from opentelemetry.trace import Status, StatusCode
+
+        current.set_attribute("error.type", kind)
+        current.set_status(Status(StatusCode.ERROR))
+
+
+def tool_attributes(outcome: Any) -> dict[str, Any]:
+    """``execute_tool`` attributes of a :class:`~charter.agent.dispatch.ToolOutcome`."""
+    decision = outcome.decision or {}
+    frame = decision.get("frame")
+    return {
+        "charter.tool.status": outcome.status,
+        "charter.policy.decision": decision.get("decision"),
+        "charter.policy.dimension": decision.get("dimension"),
+        "charter.policy.frame": frame.get("label") if isinstance(frame, dict) else frame,
+        "charter.policy.rule": decision.get("rule"),
+        "charter.policy.reason": decision.get("reason"),
+    }
+
+
+__all__ = ["annotate", "available", "error", "reset", "span", "tool_attributes", "tracer"]
