@@ -143,3 +143,29 @@ def test_approve_from_console_records_the_token_name(waiting: tuple[Path, Any]) 
     assert 'charter_runs_total{persona="actor",status="completed"} 1.0' in metrics
     assert "charter_approvals_pending 0.0" in metrics
     assert "charter_admission_seconds_bucket" in metrics
+
+
+def test_open_console_answers_only_to_a_loopback_host(waiting: tuple[Path, Any]) -> None:
+    """Without tokens (loopback only), a DNS-rebound origin can neither read nor decide."""
+    from starlette.testclient import TestClient
+
+    pack, _proc = waiting
+    options = RunOptions(manifest=pack, state_dir=pack / "state")
+    app = build_app(options, access=Access.from_env({}, host="127.0.0.1"))
+    local = TestClient(app, base_url="http://127.0.0.1:8788")
+    page = local.get("/console/approvals")
+    assert page.status_code == 200 and "actor wants" in page.text
+    csrf = page.text.split('name="csrf" value="')[1].split('"')[0]
+    (item,) = local.get("/api/approvals").json()
+    before = _kinds(pack)
+    rebound = TestClient(app, base_url="http://attacker.example:8788")
+    assert rebound.get("/console/approvals").status_code == 403
+    url = f"/console/approvals/{item['run_id']}/{item['call_id']}"
+    assert rebound.post(url, data={"decision": "approve", "csrf": csrf}).status_code == 403
+    assert _kinds(pack) == before
+    # the same POST from the loopback origin is recorded as the local user
+    done = local.post(url, data={"decision": "deny", "reason": "no", "csrf": csrf},
+                      follow_redirects=False)  # fmt: skip
+    assert done.status_code == 303 and "denied" in done.headers["location"]
+    denied = [e for e in events(pack) if e["kind"] == "persona.approval.denied"]
+    assert denied[0]["payload"]["by"].startswith("console:local:")

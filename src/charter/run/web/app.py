@@ -15,7 +15,7 @@ import socket
 import threading
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote_plus
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -36,7 +36,7 @@ from charter.runtime import LIFECYCLE_STATES, EventLogError, follow, open_event_
 
 from ..errors import ApprovalError
 from ..session import RunOptions
-from .access import COOKIE, Access
+from .access import COOKIE, Access, is_loopback
 from .data import ConsoleData
 from .metrics import Metrics
 
@@ -168,12 +168,11 @@ def build_app(
         except ApprovalError as exc:
             if "application/json" in request.headers.get("accept", ""):
                 return JSONResponse({"error": str(exc)}, 409)
-            return RedirectResponse(f"/console/approvals?error={exc}", 303)
+            return RedirectResponse(f"/console/approvals?error={quote_plus(str(exc))}", 303)
         if "application/json" in request.headers.get("accept", ""):
             return JSONResponse(entry)
-        return RedirectResponse(
-            f"/console/approvals?done={entry['status']}+{entry['approval_id']}", 303
-        )
+        done = quote_plus(f"{entry['status']} {entry['approval_id']}")
+        return RedirectResponse(f"/console/approvals?done={done}", 303)
 
     async def feed(request: Request) -> Response:
         """SSE: frames after ``Last-Event-ID`` or ``?since=`` (strictly), then live ones."""
@@ -272,6 +271,12 @@ def build_app(
             request = Request(scope)
             path = scope["path"]
             scope.setdefault("state", {})
+            if access.open and not path.startswith("/hooks/") and not _loopback_host(request):
+                # open access is for this machine only: a page on another origin that
+                # rebinds its DNS name to 127.0.0.1 must not read the console or its CSRF token
+                refused = JSONResponse({"error": "open console: loopback Host only"}, 403)
+                await refused(scope, receive, send)
+                return
             who = identity(request)
             if who is None and not path.startswith(OPEN_PATHS):
                 wants_html = "text/html" in request.headers.get("accept", "")
@@ -294,6 +299,13 @@ def build_app(
 
     app.build_middleware_stack = authenticated_stack  # type: ignore[method-assign]
     return app
+
+
+def _loopback_host(request: Request) -> bool:
+    """Whether the ``Host`` header names a loopback address (``[::1]:port`` included)."""
+    host = request.headers.get("host", "")
+    name = host[1:].partition("]")[0] if host.startswith("[") else host.partition(":")[0]
+    return is_loopback(name)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
