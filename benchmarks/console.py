@@ -3,13 +3,17 @@
 A SQLite state with 1,000 personas (each with two completed runs and a spend, snapshots
 current as the runtime leaves them) is served by ``charter console``'s app in-process
 (Starlette's TestClient, no sockets); ``/healthz`` is the baseline in the same run.
-Targets: fleet < 200 ms, /metrics < 50 ms.
+Targets: fleet < 200 ms, /metrics < 50 ms. The live feed is measured over a real uvicorn
+socket: an event appended by another connection until its SSE frame is read (target
+< 100 ms p95 on loopback).
 """
 
 from __future__ import annotations
 
+import json
 import statistics
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,7 +22,7 @@ from typing import Any
 from starlette.testclient import TestClient
 
 from charter.run import RunOptions
-from charter.run.web import Access, build_app
+from charter.run.web import Access, bind_socket, build_app, http_server
 from charter.runtime import PersonaRuntime, PersonaRuntimeSpec, open_event_log
 
 AT = datetime(2026, 11, 24, 9, tzinfo=UTC)
@@ -49,6 +53,50 @@ def measure(client: TestClient, path: str, rounds: int, **headers: Any) -> tuple
     return statistics.median(samples), samples[int(len(samples) * 0.95)]
 
 
+def feed_latency(state: Path, app: Any, rounds: int = 50) -> tuple[float, float]:
+    """Append-to-SSE-frame latency over loopback, in ms (p50, p95)."""
+    import httpx
+
+    sock = bind_socket("127.0.0.1", 0)
+    server = http_server(app, sock)
+    serving = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    serving.start()
+    while not server.started:
+        time.sleep(0.01)
+    port = sock.getsockname()[1]
+    log = open_event_log(state_dir=state)
+    runtime = PersonaRuntime(log, [PersonaRuntimeSpec("p0000", "1.0.0")])
+    start_id = log.last_event_id()
+    arrived: dict[int, float] = {}
+    headers = {"Authorization": f"Bearer {TOKEN}", "Last-Event-ID": str(start_id)}
+
+    def read() -> None:
+        url = f"http://127.0.0.1:{port}/console/feed"
+        with httpx.stream("GET", url, headers=headers, timeout=30) as response:
+            for line in response.iter_lines():
+                if line.startswith("data: "):
+                    arrived[json.loads(line[6:])["event_id"]] = time.perf_counter()
+                    if len(arrived) >= rounds * 5:
+                        return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    time.sleep(0.3)
+    samples = []
+    for k in range(rounds):
+        sent = time.perf_counter()
+        runtime.tick("p0000", at=AT + timedelta(hours=1, minutes=k), cost_usd=0.0, tokens=0)
+        first = log.last_event_id()
+        while first not in arrived and time.perf_counter() - sent < 5:
+            time.sleep(0.001)
+        samples.append((arrived.get(first, time.perf_counter()) - sent) * 1000)
+    server.should_exit = True
+    serving.join(timeout=5)
+    log.close()
+    samples.sort()
+    return statistics.median(samples), samples[int(len(samples) * 0.95)]
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp) / "state"
@@ -67,6 +115,8 @@ def main() -> None:
         ):
             p50, p95 = measure(client, path, rounds, **auth)
             print(f"{label:24s} p50 {p50:7.2f} ms  p95 {p95:7.2f} ms")
+        p50, p95 = feed_latency(state, app)
+        print(f"{'feed append -> SSE':24s} p50 {p50:7.2f} ms  p95 {p95:7.2f} ms")
 
 
 if __name__ == "__main__":
