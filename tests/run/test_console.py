@@ -169,3 +169,62 @@ def test_open_console_answers_only_to_a_loopback_host(waiting: tuple[Path, Any])
     assert done.status_code == 303 and "denied" in done.headers["location"]
     denied = [e for e in events(pack) if e["kind"] == "persona.approval.denied"]
     assert denied[0]["payload"]["by"].startswith("console:local:")
+
+
+def _get(url: str) -> tuple[int, str]:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return int(response.status), response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def test_charter_console_alone_on_a_state_dir(waiting: tuple[Path, Any]) -> None:
+    import os
+    import signal
+
+    pack, _proc = waiting
+    env = {k: v for k, v in os.environ.items() if k != "CHARTER_CONSOLE_TOKENS"}
+    argv = charter_argv("console", "--port", "0", "--state-dir", str(pack / "state"))
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("console on http://127.0.0.1:"), first + proc.stderr.read()
+        base = first.split()[2].removesuffix("/console")
+        assert _get(f"{base}/healthz")[0] == 200
+        code, body = _get(f"{base}/readyz")
+        assert code == 200 and json.loads(body)["backend"] == "sqlite"
+        code, body = _get(f"{base}/console")  # personas from the log (no manifest)
+        assert code == 200 and 'data-persona="actor"' in body and ">running<" in body
+        code, body = _get(f"{base}/api/approvals")
+        assert code == 200 and json.loads(body)[0]["tool"] == "github"
+        assert "charter_approvals_pending 1.0" in _get(f"{base}/metrics")[1]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "stopped" in out
+
+
+@pytest.mark.parametrize("command", ["console", "serve"])
+def test_public_bind_without_tokens_is_a_clear_error(
+    command: str, make_pack: Callable[..., Path]
+) -> None:
+    import os
+
+    pack = make_pack()
+    env = {k: v for k, v in os.environ.items() if k != "CHARTER_CONSOLE_TOKENS"}
+    args = [command, "--host", "0.0.0.0", "--port", "0", "--state-dir", str(pack / "state")]
+    if command == "serve":
+        args += ["--manifest", str(pack)]
+    out = subprocess.run(charter_argv(*args), capture_output=True, text=True, env=env)
+    assert out.returncode == 2
+    assert "CHARTER_CONSOLE_TOKENS" in out.stderr and "Traceback" not in out.stderr
+    bad = {**env, "CHARTER_CONSOLE_TOKENS": "alice"}
+    out = subprocess.run(charter_argv(*args), capture_output=True, text=True, env=bad)
+    assert out.returncode == 2 and "name:token" in out.stderr and "Traceback" not in out.stderr

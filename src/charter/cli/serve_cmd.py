@@ -45,7 +45,9 @@ def serve(
     as_json: bool,
 ) -> None:
     """Run personas continuously: cron schedules, webhooks on POST /hooks/{provider}
-    (GitHub HMAC verified when a secret is set), handoff delivery, GET /status.
+    (GitHub HMAC verified when a secret is set), handoff delivery, GET /status, the
+    console (/console), /metrics, /healthz, /readyz. Off loopback, $CHARTER_CONSOLE_TOKENS
+    (name:token pairs) is required.
 
     One line per event on stdout; SIGINT/SIGTERM shut down gracefully.
     """
@@ -53,6 +55,7 @@ def serve(
 
     from charter.run import ManifestInvalid, RunError, RunOptions
     from charter.run.serve import Server, serve_once
+    from charter.run.web import AccessError
     from charter.runtime import EventLogError, parse_time
 
     at = None
@@ -94,6 +97,9 @@ def serve(
                 emit_json([r.to_dict() for r in results])
             return
         server = Server(options, host=host, port=port, secrets=table, log_line=say)
+    except AccessError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     except (ManifestInvalid, RunError, EventLogError, OSError) as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_FAILED)
