@@ -6,8 +6,12 @@ Each hostile case has an allowed twin that must still work.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import socket
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -169,3 +173,63 @@ def test_sandbox_field_is_validated() -> None:
 
     with pytest.raises(PolicyError, match="sandbox"):
         Policy.from_dict({"sandbox": "disabled"})
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="creates a socket under /run")
+def test_unix_socket_of_a_local_daemon_is_hidden_when_network_denied(workspace: Path) -> None:
+    run_dir = Path(tempfile.mkdtemp(prefix="charter-sbx-test-", dir="/run"))
+    path = run_dir / "daemon.sock"
+    seen: list[bytes] = []
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen()
+    server.settimeout(0.2)
+
+    def accept_all() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            seen.append(conn.recv(100))
+            conn.close()
+
+    threading.Thread(target=accept_all, daemon=True).start()
+    client = (
+        'python3 -c "import socket; s = socket.socket(socket.AF_UNIX); '
+        f"s.connect('{path}'); s.sendall(b'hello')\""
+    )
+    try:
+        hostile = run_bash(workspace, client)
+        assert hostile["exit_code"] != 0
+        time.sleep(0.3)
+        assert seen == []
+        open_net = {k: v for k, v in POLICY.items() if k != "network"}
+        twin = run_bash(workspace, client, open_net)
+        assert twin["exit_code"] == 0, twin
+        for _ in range(20):
+            if seen:
+                break
+            time.sleep(0.05)
+        assert seen == [b"hello"]
+    finally:
+        server.close()
+        shutil.rmtree(run_dir)
+
+
+def test_symlink_to_a_denied_file_outside_the_workspace(workspace: Path) -> None:
+    # Outside /tmp (the sandbox's /tmp is private): a directory under $HOME.
+    elsewhere = Path(tempfile.mkdtemp(prefix=".charter-sbx-test-", dir=Path.home()))
+    try:
+        (elsewhere / "prod.key").write_text("KEYMATERIAL\n")
+        (workspace / "innocent.txt").symlink_to(elsewhere / "prod.key")
+        hostile = run_bash(workspace, "cat innocent.txt")
+        assert "KEYMATERIAL" not in hostile["stdout"]
+        (elsewhere / "fine.txt").write_text("fine\n")
+        (workspace / "link.txt").symlink_to(elsewhere / "fine.txt")
+        twin = run_bash(workspace, "cat link.txt")
+        assert twin["stdout"] == "fine\n"
+    finally:
+        shutil.rmtree(elsewhere)

@@ -11,17 +11,22 @@ from .profile import NetworkMode, SandboxProfile
 #: Port the in-sandbox bridge listens on (loopback of the sandbox's own network namespace).
 PROXY_PORT = 3128
 
+_RUN_DIRS = ("/run", "/var/run")
+
 #: Variables a sandboxed shell gets by default (values copied from charter's environment).
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME")
 
 # Started inside the sandbox when the network goes through the proxy: socat bridges the
 # sandbox's loopback port to the proxy's unix socket (bound in), and the command starts
-# once the port is listening (0x0C38 = 3128 in /proc/net/tcp).
+# once the port is listening (0x0C38 = 3128 in /proc/net/tcp). The wait reads
+# /proc/net/tcp with shell built-ins (no fork per poll): socat listens within a few ms.
 _BRIDGE = (
     'socat TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr "UNIX-CONNECT:{sock}" '
     "</dev/null >/dev/null 2>&1 & "
-    "i=0; while [ $i -lt 300 ]; do "
-    "grep -q ':{hexport} ' /proc/net/tcp 2>/dev/null && break; i=$((i+1)); sleep 0.005; done; "
+    'i=0; up=; while [ -z "$up" ] && [ $i -lt 5000 ]; do i=$((i+1)); '
+    'while read -r _ local _ _ && [ -z "$up" ]; do '
+    'case "$local" in *:{hexport}) up=1;; esac; done </proc/net/tcp; '
+    "[ $i -gt 500 ] && sleep 0.01; done; "
     'exec "$@"'
 )
 
@@ -87,12 +92,21 @@ def bwrap_argv(
     all_writable = profile.writable == ("/",)
     argv = [binary, "--bind" if all_writable else "--ro-bind", "/", "/"]
     argv += ["--dev", "/dev", "--proc", "/proc"]
+    private = []
     if not all_writable and not any(_under("/tmp", w) for w in profile.writable):
         # A private /tmp: tools need one, and the host's /tmp is not ours to write.
-        argv += ["--tmpfs", "/tmp"]
-        for keep in (workdir, profile.workspace):
-            if _under(keep, "/tmp") and not any(_under(keep, w) for w in profile.writable):
-                argv += ["--ro-bind-try", keep, keep]
+        private.append("/tmp")
+    if profile.network is not NetworkMode.HOST:
+        # Unix sockets of local daemons (PostgreSQL, Docker, D-Bus) are a way out that a
+        # network namespace does not close: hide /run (and /var/run, its usual symlink).
+        private += [d for d in _RUN_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    for directory in private:
+        argv += ["--tmpfs", directory]
+    for keep in dict.fromkeys((workdir, profile.workspace)):
+        if any(_under(keep, d) for d in private) and not any(
+            _under(keep, w) for w in profile.writable
+        ):
+            argv += ["--ro-bind-try", keep, keep]
     for root in profile.writable:
         if root != "/":
             argv += ["--bind", root, root]

@@ -201,6 +201,13 @@ def _scan(
             if write_matcher is not None and write_matcher.first_match(path) is not None:
                 readonly.add(path)
                 continue
-            if entry.is_dir(follow_symlinks=False):
+            if entry.is_symlink():
+                # A link to a denied file elsewhere: mask what it points to.
+                target = os.path.realpath(path)
+                if read_matcher is not None and read_matcher.first_match(target) is not None:
+                    masked.add(target)
+                elif write_matcher is not None and write_matcher.first_match(target) is not None:
+                    readonly.add(target)
+            elif entry.is_dir(follow_symlinks=False):
                 stack.append(path)
     return True
