@@ -228,3 +228,14 @@ def test_public_bind_without_tokens_is_a_clear_error(
     bad = {**env, "CHARTER_CONSOLE_TOKENS": "alice"}
     out = subprocess.run(charter_argv(*args), capture_output=True, text=True, env=bad)
     assert out.returncode == 2 and "name:token" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_readyz_reports_an_unreachable_database() -> None:
+    from starlette.testclient import TestClient
+
+    options = RunOptions(state_url="postgresql://127.0.0.1:1/test?connect_timeout=1")
+    client = TestClient(build_app(options, access=Access({TOKEN: "alice"})))
+    assert client.get("/healthz").status_code == 200
+    ready = client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json()["ready"] is False and "cannot connect" in ready.json()["error"]
