@@ -90,9 +90,41 @@ def feed_latency(state: Path, app: Any, rounds: int = 50) -> tuple[float, float]
         while first not in arrived and time.perf_counter() - sent < 5:
             time.sleep(0.001)
         samples.append((arrived.get(first, time.perf_counter()) - sent) * 1000)
+    samples.sort()
+    if Path("/usr/bin/chromium").exists():
+        runtime.personas["p0001"] = PersonaRuntimeSpec("p0001", "1.0.0")
+        b50, b95 = browser_latency(f"http://127.0.0.1:{port}", runtime)
+        print(f"{'feed append -> browser':24s} p50 {b50:7.2f} ms  p95 {b95:7.2f} ms")
     server.should_exit = True
     serving.join(timeout=5)
     log.close()
+    return statistics.median(samples), samples[int(len(samples) * 0.95)]
+
+
+def browser_latency(base: str, runtime: PersonaRuntime, rounds: int = 30) -> tuple[float, float]:
+    """Append -> the frame's line in the fleet page's live feed, in Debian's Chromium (ms)."""
+    from playwright.sync_api import sync_playwright
+
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--no-first-run"]  # fmt: skip
+    samples = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=args)
+        page = browser.new_page(extra_http_headers={"Authorization": f"Bearer {TOKEN}"})
+        page.goto(f"{base}/console?state=idle")
+        page.wait_for_timeout(500)
+        for k in range(rounds):
+            sent = time.perf_counter()
+            runtime.tick("p0001", at=AT + timedelta(hours=2, minutes=k))
+            last = runtime.log.last_event_id()
+            page.wait_for_function(
+                "(id) => { const li = document.querySelector('#feed li');"
+                " return li !== null && li.textContent.startsWith(id + ' '); }",
+                arg=last,
+                polling="raf",
+            )
+            samples.append((time.perf_counter() - sent) * 1000)
+        browser.close()
     samples.sort()
     return statistics.median(samples), samples[int(len(samples) * 0.95)]
 

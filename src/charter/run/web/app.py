@@ -115,7 +115,8 @@ def build_app(
     # -- console ---------------------------------------------------------------------
 
     async def fleet_page(request: Request) -> Response:
-        fleet = await run_in_threadpool(data.fleet)
+        names = request.query_params.getlist("persona") or None
+        fleet = await run_in_threadpool(data.fleet, names)
         wanted = request.query_params.get("state") or ""
         rows = [p for p in fleet["personas"] if not wanted or p["lifecycle"] == wanted]
         if server is not None:

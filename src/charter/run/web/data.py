@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -129,15 +129,24 @@ class ConsoleData:
             specs = {n: PersonaRuntimeSpec(name=n) for n in self._seen}
         return PersonaRuntime(log, specs, routes=self.routes, actor="charter-console")
 
-    def fleet(self) -> dict[str, Any]:
+    def fleet(self, names: Iterable[str] | None = None) -> dict[str, Any]:
+        """Every persona's status (or only ``names``: the live feed's row refresh)."""
         now = self.clock()
         with self.log() as log:
+            last = log.last_event_id()  # the page's feed continues strictly after this
             runtime = self._runtime(log)
-            rows = [runtime.status(name, now=now).to_dict() for name in sorted(runtime.personas)]
+            known = set(runtime.personas)
+            wanted = sorted(known if names is None else known & set(names))
+            rows = [runtime.status(name, now=now).to_dict() for name in wanted]
             pending = self.pending.update(log)
         for row in rows:
             row["pending_approvals"] = sum(1 for p in pending if p["persona"] == row["name"])
-        return {"at": format_time(now), "personas": rows, "pending_approvals": len(pending)}
+        return {
+            "at": format_time(now),
+            "last_event_id": last,
+            "personas": rows,
+            "pending_approvals": len(pending),
+        }
 
     def approvals(self) -> list[dict[str, Any]]:
         """Pending approvals, each with the decision (frame, rule, reason) that asks."""

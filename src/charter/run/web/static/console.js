@@ -1,21 +1,31 @@
-// The live feed: Server-Sent Events from /console/feed (the browser resends
-// Last-Event-ID on reconnect: the supervision tail cursor). New frames re-render the
-// fleet table from the server (the same template, no client-side rendering).
+// The live feed: Server-Sent Events from /console/feed, starting strictly after the
+// event the page was rendered at (the browser resends Last-Event-ID on reconnect: the
+// supervision tail cursor). The personas named by new frames have their rows re-rendered
+// by the server (/console?persona=...: the same template, only those statuses computed).
 (function () {
   "use strict";
   var list = document.getElementById("feed");
   if (!list || !window.EventSource) { return; }
-  var pending = null;
+  var changed = {};
+  var timer = null;
   function refresh() {
-    pending = null;
-    fetch(window.location.href, { credentials: "same-origin" })
+    timer = null;
+    var params = new URLSearchParams(window.location.search);
+    params.delete("persona");
+    Object.keys(changed).forEach(function (name) { params.append("persona", name); });
+    changed = {};
+    fetch("/console?" + params.toString(), { credentials: "same-origin" })
       .then(function (r) { return r.text(); })
       .then(function (html) {
         var fresh = new DOMParser().parseFromString(html, "text/html");
-        ["#fleet", "#pending-count"].forEach(function (sel) {
-          var now = document.querySelector(sel), next = fresh.querySelector(sel);
-          if (now && next) { now.innerHTML = next.innerHTML; }
+        fresh.querySelectorAll("#fleet tbody tr[data-persona]").forEach(function (row) {
+          var name = row.getAttribute("data-persona");
+          var now = document.querySelector('#fleet tr[data-persona="' + CSS.escape(name) + '"]');
+          if (now) { now.replaceWith(document.importNode(row, true)); }
         });
+        var count = document.getElementById("pending-count");
+        var next = fresh.getElementById("pending-count");
+        if (count && next) { count.textContent = next.textContent; }
       });
   }
   var source = new EventSource(list.getAttribute("data-src"));
@@ -25,6 +35,7 @@
     item.textContent = frame.event_id + " " + frame.occurred_at + " " + frame.persona_id + " " + frame.update_kind;
     list.insertBefore(item, list.firstChild);
     while (list.childNodes.length > 200) { list.removeChild(list.lastChild); }
-    if (!pending) { pending = setTimeout(refresh, 50); }
+    changed[frame.persona_id] = true;
+    if (!timer) { timer = setTimeout(refresh, 100); }
   });
 })();
