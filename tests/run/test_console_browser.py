@@ -133,6 +133,12 @@ def test_fleet_feed_and_approval_in_a_real_browser(served: tuple[Path, str]) -> 
             expect(page.locator("#receipts")).to_contain_text("console:alice")
             expect(page.locator("#run-status")).to_have_text("completed")
             page.screenshot(path=str(ARTIFACTS / "run.png"), full_page=True)
+            # a phone: the table scrolls inside its wrapper, the page itself does not
+            page.set_viewport_size({"width": 390, "height": 844})
+            page.goto(f"{base}/console")
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 390, width
+            page.screenshot(path=str(ARTIFACTS / "fleet-phone.png"), full_page=True)
         finally:
             browser.close()
     granted = [e for e in events(pack) if e["kind"] == "persona.approval.granted"]
