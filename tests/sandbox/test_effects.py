@@ -233,3 +233,32 @@ def test_symlink_to_a_denied_file_outside_the_workspace(workspace: Path) -> None
         assert twin["stdout"] == "fine\n"
     finally:
         shutil.rmtree(elsewhere)
+
+
+def test_custom_execute_tool_opts_in_with_run_command(workspace: Path) -> None:
+    from charter.sandbox import run_command
+
+    async def go(path: str) -> Any:
+        with with_execution_policy(POLICY, label="persona"):
+            return await run_command(
+                ["python3", "-c", f"print(open('{path}').read())"], workspace=str(workspace)
+            )
+
+    hostile = asyncio.run(go("secrets/token.txt"))
+    assert "TOPSECRET" not in hostile["stdout"]
+    assert hostile["sandbox"]["mechanism"] == "bubblewrap"
+    twin = asyncio.run(go("notes.txt"))
+    assert twin["stdout"] == "public notes\n\n"
+
+
+def test_masks_cannot_be_unmounted_from_inside(workspace: Path) -> None:
+    # As root, bubblewrap would keep CAP_SYS_ADMIN: umount of the mask reveals the file.
+    hostile = run_bash(
+        workspace,
+        "umount secrets; umount -l secrets; umount deploy.pem; cat secrets/token.txt deploy.pem; "
+        "unshare -Urm sh -c 'umount -l secrets; cat secrets/token.txt'; "
+        "grep CapEff /proc/self/status",
+    )
+    assert "TOPSECRET" not in hostile["stdout"]
+    assert "PRIVATE KEY" not in hostile["stdout"]
+    assert "CapEff:\t0000000000000000" in hostile["stdout"]

@@ -16,15 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from charter.policy import BUILTIN_TOOLS, ToolCall, current_stack, decide_current, make_context
-from charter.sandbox import SandboxUnavailable, sandbox_for, shell_argv
+from charter.policy import BUILTIN_TOOLS, ToolCall, decide_current, make_context
+from charter.sandbox import run_command, shell_argv
 
 from .tools import Tool
 
 _MAX_READ = 200_000
 _MAX_MATCHES = 200
-#: Variables that make bash (or sh) run a file before the command: never inherited.
-_SHELL_STARTUP_VARS = frozenset({"BASH_ENV", "ENV"})
 
 
 def _resolve(workspace: str, path: str) -> Path:
@@ -115,44 +113,8 @@ def builtin_tools(
         """Run a bash command in the workspace; returns exit code, stdout and stderr."""
         # The shell the policy parses (bash, no start-up files), inside the OS sandbox
         # built from the active policy stack: what the policy could not see in the text,
-        # the kernel still stops. No sandbox where the policy needs one: refuse.
-        box = sandbox_for(current_stack(), ws)
-        if isinstance(box, SandboxUnavailable):
-            return {"status": "error", "error": box.message, "receipt": box.to_dict()}
-        argv = shell_argv(command)
-        env = {k: v for k, v in os.environ.items() if k not in _SHELL_STARTUP_VARS}
-        if box is not None:
-            box.start()
-            argv = box.wrap(argv, cwd=ws)
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                cwd=ws,
-                env=env,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-            )
-            try:
-                out, err = await asyncio.wait_for(proc.communicate(), bash_timeout_s)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-                return {"status": "error", "error": f"timed out after {bash_timeout_s}s"}
-        finally:
-            if box is not None:
-                box.stop()
-        stderr = err.decode("utf-8", "replace")
-        result: dict[str, Any] = {
-            "status": "ok" if proc.returncode == 0 else "error",
-            "exit_code": proc.returncode,
-            "stdout": out.decode("utf-8", "replace")[-_MAX_READ:],
-            "stderr": stderr[-_MAX_READ:],
-        }
-        if box is not None:
-            receipt = box.receipt(proc.returncode, stderr)
-            result["sandbox"] = receipt.to_dict()
-        return result
+        # the kernel still stops. No sandbox where the policy needs one: refused.
+        return await run_command(shell_argv(command), workspace=ws, timeout_s=bash_timeout_s)
 
     async def ask_user_tool(question: str) -> Any:
         """Ask the human user a question and wait for the answer."""

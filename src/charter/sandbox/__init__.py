@@ -14,11 +14,14 @@ the same effective policy:
   is decided by :mod:`charter.policy`'s network rules;
 - :class:`Sandbox` ties these together for one policy stack and workspace (one-shot
   shells and long-lived CLIs alike); :func:`sandbox_for` applies the fail-closed rule;
+- :func:`run_command` runs one command under the active stack's sandbox (the built-in
+  ``bash`` tool uses it; custom ``kind = "execute"`` tools opt in by calling it);
 - :func:`available` / :func:`diagnostics` say what this machine can do.
 """
 
 from .availability import Availability, available, diagnostics, install_hint, landlock_abi
 from .bwrap import BASE_ENV, PROXY_PORT, bwrap_argv, bwrap_path, sandbox_env
+from .execute import SHELL_STARTUP_VARS, run_command
 from .profile import NetworkMode, SandboxProfile, build_profile, network_mode, writable_roots
 from .proxy import NetworkProxy, decide_host
 from .receipt import HostRefusal, SandboxReceipt, SandboxUnavailable, refused_paths_from
@@ -27,6 +30,7 @@ from .runner import Sandbox, sandbox_for, shell_argv
 __all__ = [
     "BASE_ENV",
     "PROXY_PORT",
+    "SHELL_STARTUP_VARS",
     "Availability",
     "HostRefusal",
     "NetworkMode",
@@ -45,6 +49,7 @@ __all__ = [
     "landlock_abi",
     "network_mode",
     "refused_paths_from",
+    "run_command",
     "sandbox_env",
     "sandbox_for",
     "shell_argv",

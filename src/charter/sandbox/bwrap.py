@@ -121,7 +121,9 @@ def bwrap_argv(
     if proxy_socket and profile.network is NetworkMode.PROXY:
         argv += ["--ro-bind", proxy_socket, proxy_socket]
     argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-    argv += ["--die-with-parent"]
+    # Run as root, bubblewrap keeps every capability, and CAP_SYS_ADMIN can unmount the
+    # masks; unprivileged it drops them itself, and the explicit drop is a no-op.
+    argv += ["--cap-drop", "ALL", "--die-with-parent"]
     if new_session:
         argv.append("--new-session")
     argv.append("--clearenv")

@@ -1,0 +1,79 @@
+"""Run one command under the active policy stack's sandbox (the ``bash`` tool's path).
+
+Custom tools that execute programs (``kind = "execute"``) opt in by calling
+:func:`run_command` instead of spawning processes themselves: same profile, same proxy,
+same fail-closed rule, same receipt as the built-in ``bash`` tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from charter.policy import current_stack
+
+from .receipt import SandboxUnavailable
+from .runner import sandbox_for
+
+#: Variables that make bash (or sh) run a file before the command: never inherited.
+SHELL_STARTUP_VARS = frozenset({"BASH_ENV", "ENV"})
+_MAX_OUTPUT = 200_000
+
+
+async def run_command(
+    argv: Sequence[str],
+    *,
+    workspace: str,
+    timeout_s: float = 120.0,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Run ``argv`` in ``workspace`` inside the sandbox the active policy stack needs.
+
+    Returns ``{"status", "exit_code", "stdout", "stderr"}`` plus ``"sandbox"`` (a
+    :class:`~charter.sandbox.SandboxReceipt` as a dict) when it ran sandboxed. When the
+    stack restricts paths or network and no sandbox can be made, nothing runs and the
+    result is ``{"status": "error", "error", "receipt"}`` (a
+    :class:`~charter.sandbox.SandboxUnavailable`). ``env`` adds variables inside the
+    sandbox (whose environment is otherwise clean); unsandboxed, the command inherits
+    charter's environment minus :data:`SHELL_STARTUP_VARS`.
+    """
+    box = sandbox_for(current_stack(), workspace)
+    if isinstance(box, SandboxUnavailable):
+        return {"status": "error", "error": box.message, "receipt": box.to_dict()}
+    command = list(argv)
+    child_env = {k: v for k, v in os.environ.items() if k not in SHELL_STARTUP_VARS}
+    if box is not None:
+        box.start()
+        command = box.wrap(command, cwd=workspace, env=box.env(env))
+    elif env:
+        child_env.update(env)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *command,
+            cwd=workspace,
+            env=child_env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return {"status": "error", "error": f"timed out after {timeout_s}s"}
+    finally:
+        if box is not None:
+            box.stop()
+    stderr = err.decode("utf-8", "replace")
+    result: dict[str, Any] = {
+        "status": "ok" if proc.returncode == 0 else "error",
+        "exit_code": proc.returncode,
+        "stdout": out.decode("utf-8", "replace")[-_MAX_OUTPUT:],
+        "stderr": stderr[-_MAX_OUTPUT:],
+    }
+    if box is not None:
+        result["sandbox"] = box.receipt(proc.returncode, stderr).to_dict()
+    return result
