@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, quote_plus
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import (
     HTMLResponse,
@@ -31,6 +32,7 @@ from starlette.responses import (
 )
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from charter.runtime import LIFECYCLE_STATES, EventLogError, follow, open_event_log, to_ndjson
 
@@ -60,11 +62,6 @@ def build_app(
     data = ConsoleData(options, clock=clock)
     metrics = Metrics()
     templates = _templates()
-
-    def identity(request: Request) -> str | None:
-        header = request.headers.get("authorization", "")
-        bearer = header[7:].strip() if header.lower().startswith("bearer ") else None
-        return access.identify(bearer, request.cookies.get(COOKIE))
 
     def page(request: Request, name: str, **context: Any) -> HTMLResponse:
         who = request.state.identity
@@ -259,47 +256,51 @@ def build_app(
         Route("/api/approvals/{run_id}/{call_id}", decide, methods=["POST"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    app = Starlette(routes=routes)
-    inner = app.build_middleware_stack
+    return Starlette(routes=routes, middleware=[Middleware(AccessGate, access=access)])
 
-    def authenticated_stack() -> Any:
-        asgi = inner()
 
-        async def gate(scope: Any, receive: Any, send: Any) -> None:
-            if scope["type"] != "http":
-                await asgi(scope, receive, send)
-                return
-            request = Request(scope)
-            path = scope["path"]
-            scope.setdefault("state", {})
-            if access.open and not path.startswith("/hooks/") and not _loopback_host(request):
-                # open access is for this machine only: a page on another origin that
-                # rebinds its DNS name to 127.0.0.1 must not read the console or its CSRF token
-                refused = JSONResponse({"error": "open console: loopback Host only"}, 403)
-                await refused(scope, receive, send)
-                return
-            who = identity(request)
-            if who is None and not path.startswith(OPEN_PATHS):
-                wants_html = "text/html" in request.headers.get("accept", "")
-                response: Response
-                if wants_html and request.method == "GET" and path.startswith("/console"):
-                    response = HTMLResponse(
-                        "<!doctype html><title>401</title><p>A token is required. "
-                        '<a href="/console/login">Sign in</a></p>',
-                        401,
-                    )
-                else:
-                    response = JSONResponse({"error": "a valid token is required"}, 401)
-                response.headers["WWW-Authenticate"] = "Bearer"
-                await response(scope, receive, send)
-                return
-            scope["state"]["identity"] = who
-            await asgi(scope, receive, send)
+class AccessGate:
+    """ASGI middleware: the loopback-Host rule of open access, then the token check.
 
-        return gate
+    Sets ``request.state.identity``; refuses with 403 (open access from a non-loopback
+    ``Host``) or 401 (no valid token) before any route runs, so nothing changes.
+    """
 
-    app.build_middleware_stack = authenticated_stack  # type: ignore[method-assign]
-    return app
+    def __init__(self, app: ASGIApp, *, access: Access) -> None:
+        self.app = app
+        self.access = access
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        path = scope["path"]
+        if self.access.open and not path.startswith("/hooks/") and not _loopback_host(request):
+            # open access is for this machine only: a page on another origin that rebinds
+            # its DNS name to 127.0.0.1 must not read the console or its CSRF token
+            refused = JSONResponse({"error": "open console: loopback Host only"}, 403)
+            await refused(scope, receive, send)
+            return
+        header = request.headers.get("authorization", "")
+        bearer = header[7:].strip() if header.lower().startswith("bearer ") else None
+        who = self.access.identify(bearer, request.cookies.get(COOKIE))
+        if who is None and not path.startswith(OPEN_PATHS):
+            response: Response
+            wants_html = "text/html" in request.headers.get("accept", "")
+            if wants_html and request.method == "GET" and path.startswith("/console"):
+                response = HTMLResponse(
+                    "<!doctype html><title>401</title><p>A token is required. "
+                    '<a href="/console/login">Sign in</a></p>',
+                    401,
+                )
+            else:
+                response = JSONResponse({"error": "a valid token is required"}, 401)
+            response.headers["WWW-Authenticate"] = "Bearer"
+            await response(scope, receive, send)
+            return
+        scope.setdefault("state", {})["identity"] = who
+        await self.app(scope, receive, send)
 
 
 def _loopback_host(request: Request) -> bool:
