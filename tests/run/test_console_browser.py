@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -101,6 +100,10 @@ def test_fleet_feed_and_approval_in_a_real_browser(served: tuple[Path, str]) -> 
 
             # a trigger arrives: the live feed moves the row to running (parked on approval)
             assert _hook(base, MERGE) == 202
+            scrape = urllib.request.Request(f"{base}/metrics")
+            scrape.add_header("Authorization", f"Bearer {TOKEN}")
+            with urllib.request.urlopen(scrape, timeout=10) as response:
+                assert b"charter_admission_seconds_count 1.0" in response.read()
             expect(row.locator('[data-field="lifecycle"]')).to_have_text("running", timeout=20_000)
             expect(page.locator("#feed li").first).to_be_visible()
             expect(page.locator("#pending-count")).to_have_text("1", timeout=10_000)

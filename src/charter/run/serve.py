@@ -223,7 +223,7 @@ class Server:
         log_line: Callable[[str], None] = print,
         access: Any = None,
     ) -> None:
-        from .web import Access, bind_socket
+        from .web import Access, Metrics, bind_socket
 
         self.options = options
         self.log_line = log_line
@@ -232,7 +232,7 @@ class Server:
         self.stopping = threading.Event()
         self.ready = threading.Event()
         self.worker_error: BaseException | None = None
-        self.admission_seconds: list[float] = []  # drained into the metrics histogram
+        self.metrics = Metrics()  # /metrics of this server (admission latency observed here)
         probe = open_session(options)  # validate the manifest and the store up front
         self.manifest = probe.manifest
         probe.close()
@@ -290,7 +290,7 @@ class Server:
             return 400, {"error": str(exc)}
         for name in names:
             self.jobs.put(WebhookJob(name, provider, kind, payload, {}))
-        self.admission_seconds.append(time.perf_counter() - started)
+        self.metrics.admission.observe(time.perf_counter() - started)
         return 202, {"work_key": work_key, "personas": names}
 
     def work(self) -> None:

@@ -60,7 +60,7 @@ def build_app(
     """The app; ``server`` (a :class:`~charter.run.serve.Server`) adds webhooks and queue size."""
     clock = options.clock()
     data = ConsoleData(options, clock=clock)
-    metrics = Metrics()
+    metrics = server.metrics if server is not None else Metrics()
     templates = _templates()
 
     def page(request: Request, name: str, **context: Any) -> HTMLResponse:
@@ -94,7 +94,7 @@ def build_app(
 
     def _metrics() -> bytes:
         with data.log() as log:
-            return metrics.render(log, server.admission_seconds if server is not None else None)
+            return metrics.render(log)
 
     async def metrics_view(request: Request) -> Response:
         body = await run_in_threadpool(_metrics)

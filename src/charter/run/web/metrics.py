@@ -102,9 +102,7 @@ class Metrics:
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
         )
 
-    def render(self, log: EventLog, admissions: list[float] | None = None) -> bytes:
-        while admissions:
-            self.admission.observe(admissions.pop(0))
+    def render(self, log: EventLog) -> bytes:
         self.stats.update(log)
         return generate_latest(self.registry)
 
