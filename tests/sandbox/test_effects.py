@@ -9,6 +9,7 @@ import asyncio
 import os
 import shutil
 import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -280,3 +281,44 @@ def test_bundled_bwrap_from_the_wheel_enforces_the_same(
     assert "TOPSECRET" not in hostile["stdout"] and "PRIVATE" not in hostile["stdout"]
     twin = run_bash(workspace, "cat notes.txt")
     assert twin["stdout"] == "public notes\n"
+
+
+def test_proxy_without_socat_bridges_with_python(
+    workspace: Path, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil as real_shutil
+
+    which = real_shutil.which
+    monkeypatch.setattr(
+        "charter.sandbox.bwrap.shutil.which",
+        lambda name, *a, **k: None if name == "socat" else which(name, *a, **k),
+    )
+    policy = {**POLICY, "network": {"allow": ["127.0.0.1"]}}
+    twin = run_bash(workspace, f"curl -s -m 5 http://127.0.0.1:{server.port}/py", policy)
+    assert twin["stdout"] == "hello from 127.0.0.1\n", twin
+    hostile = run_bash(
+        workspace,
+        f"curl -s -m 5 -o /dev/null -w '%{{http_code}}' http://localhost:{server.port}/",
+        policy,
+    )
+    assert hostile["stdout"] == "403"
+    assert server.paths == ["/py"]
+
+
+def test_extra_writable_roots_for_a_launched_cli(workspace: Path) -> None:
+    from charter.policy import Frame, Policy
+    from charter.sandbox import Sandbox, shell_argv
+
+    state = Path(tempfile.mkdtemp(prefix=".charter-sbx-state-", dir=Path.home()))
+    try:
+        (state / "id_rsa").write_text("KEY\n")
+        box = Sandbox(
+            [Frame(Policy.from_dict(POLICY))], str(workspace), extra_writable=[str(state)]
+        )
+        with box:
+            argv = box.wrap(shell_argv(f"echo saved > {state}/config.json; cat {state}/id_rsa"))
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        assert (state / "config.json").read_text() == "saved\n"
+        assert "KEY" not in proc.stdout  # denied names under the extra root stay masked
+    finally:
+        shutil.rmtree(state)

@@ -18,7 +18,7 @@ _LANDLOCK_CREATE_RULESET_VERSION = 1
 @dataclass(frozen=True, slots=True)
 class Availability:
     """``ok`` when bubblewrap can build a sandbox here; ``proxy_ok`` when, in addition,
-    the network can be routed through charter's proxy (needs ``socat``)."""
+    the network can be routed through charter's proxy."""
 
     ok: bool
     bwrap: str | None
@@ -129,10 +129,8 @@ def available(*, refresh: bool = False) -> Availability:
         ok, version, problem = _probe(binary)
         if problem:
             reasons.append(problem)
-    socat = shutil.which("socat") is not None
-    if not socat:
-        reasons.append("socat is not installed: allow-listed network domains cannot be proxied")
-    return Availability(ok, binary, version, ok and socat, landlock_abi(), tuple(reasons))
+    # The proxy bridge uses socat when installed and charter's own Python otherwise.
+    return Availability(ok, binary, version, ok, landlock_abi(), tuple(reasons))
 
 
 def diagnostics() -> list[dict[str, Any]]:
@@ -144,13 +142,16 @@ def diagnostics() -> list[dict[str, Any]]:
             "status": "ok" if info.ok else "warn",
             "detail": f"{info.version} at {info.bwrap}"
             if info.ok
-            else "; ".join(r for r in info.reasons if "socat" not in r)
+            else "; ".join(info.reasons)
             + " (bash tools under path/network policies will refuse to run)",
         },
         {
             "check": "sandbox network proxy",
             "status": "ok" if info.proxy_ok else "warn",
-            "detail": "socat found: network.allow domains go through charter's proxy"
+            "detail": (
+                "network.allow domains go through charter's proxy, bridged by "
+                + ("socat" if shutil.which("socat") else "Python (install socat: faster start)")
+            )
             if info.proxy_ok
             else "unavailable: " + "; ".join(info.reasons),
         },

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Mapping, Sequence
 
 from .profile import NetworkMode, SandboxProfile
@@ -21,7 +22,7 @@ BASE_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME
 # once the port is listening (0x0C38 = 3128 in /proc/net/tcp). The wait reads
 # /proc/net/tcp with shell built-ins (no fork per poll): socat listens within a few ms.
 _BRIDGE = (
-    'socat TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr "UNIX-CONNECT:{sock}" '
+    '"{socat}" TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr "UNIX-CONNECT:{sock}" '
     "</dev/null >/dev/null 2>&1 & "
     'i=0; up=; while [ -z "$up" ] && [ $i -lt 5000 ]; do i=$((i+1)); '
     'while read -r _ local _ _ && [ -z "$up" ]; do '
@@ -29,6 +30,60 @@ _BRIDGE = (
     "[ $i -gt 500 ] && sleep 0.01; done; "
     'exec "$@"'
 )
+
+
+# The same bridge without socat (a pip-only install): charter's own Python listens first,
+# forks the bridging child (its stdio on /dev/null), then execs the command, so no
+# polling is needed; slower to start (an interpreter) than socat, hence the fallback.
+_PY_BRIDGE = """
+import os, socket, sys, threading
+path, port, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port))
+srv.listen(64)
+if os.fork() == 0:
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    def pipe(a, b):
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            try:
+                b.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+    def serve(conn):
+        up = socket.socket(socket.AF_UNIX)
+        try:
+            up.connect(path)
+        except OSError:
+            conn.close()
+            return
+        threading.Thread(target=pipe, args=(conn, up), daemon=True).start()
+        pipe(up, conn)
+    while True:
+        conn, _ = srv.accept()
+        threading.Thread(target=serve, args=(conn,), daemon=True).start()
+srv.close()
+os.execvp(cmd[0], cmd)
+"""
+
+
+def bridge_argv(proxy_socket: str) -> list[str]:
+    """The in-sandbox prefix that bridges ``127.0.0.1:PROXY_PORT`` to ``proxy_socket``
+    and then runs the command appended to it (socat when installed, else Python)."""
+    socat = shutil.which("socat")
+    if socat:
+        script = _BRIDGE.format(
+            socat=socat, port=PROXY_PORT, sock=proxy_socket, hexport=f"{PROXY_PORT:04X}"
+        )
+        return ["/bin/sh", "-c", script, "charter-sandbox"]
+    return [sys.executable, "-I", "-S", "-c", _PY_BRIDGE, proxy_socket, str(PROXY_PORT)]
 
 
 def bwrap_path() -> str | None:
@@ -147,7 +202,6 @@ def bwrap_argv(
         argv += ["--setenv", key, value]
     argv += ["--chdir", workdir, "--"]
     if proxy_socket and profile.network is NetworkMode.PROXY:
-        script = _BRIDGE.format(port=PROXY_PORT, sock=proxy_socket, hexport=f"{PROXY_PORT:04X}")
-        argv += ["/bin/sh", "-c", script, "charter-sandbox"]
+        argv += bridge_argv(proxy_socket)
     argv += list(command)
     return argv

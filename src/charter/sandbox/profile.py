@@ -112,8 +112,13 @@ def build_profile(
     *,
     home: str | None = None,
     scan_roots: Sequence[str] = (),
+    extra_writable: Sequence[str] = (),
 ) -> SandboxProfile:
     """The :class:`SandboxProfile` enforcing ``policy``'s path and network rules.
+
+    ``extra_writable`` are roots the caller needs writable beyond what the policy allows
+    (a launched CLI's own state directory, say); they are the caller's decision, made
+    visible in the profile, and denied paths under them stay masked.
 
     Denied literal paths (``./secrets/**``, ``~/.ssh``) are masked directly; denied file
     names (``*.pem``, ``.env*``) are found by walking the workspace, the writable roots
@@ -124,6 +129,9 @@ def build_profile(
     read_deny = _deny_patterns(policy, "read")
     write_deny = _deny_patterns(policy, "write")
     writable = writable_roots(policy.paths.for_access("write"), ctx)
+    if writable != ("/",) and extra_writable:
+        extra = (os.path.realpath(os.path.expanduser(p)) for p in extra_writable)
+        writable = _minimal([*writable, *(p for p in extra if os.path.exists(p))])
     reasons: list[str] = []
 
     masked: set[str] = set()

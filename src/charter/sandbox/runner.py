@@ -35,11 +35,13 @@ class Sandbox:
         *,
         home: str | None = None,
         scan_roots: Sequence[str] = (),
+        extra_writable: Sequence[str] = (),
     ) -> None:
         self.frames = tuple(frames)
         self.workspace = workspace
         self._home = home
         self._scan_roots = tuple(scan_roots)
+        self._extra_writable = tuple(extra_writable)
         self.profile: SandboxProfile = self._build()
         self.proxy: NetworkProxy | None = None
         self._refused: list[HostRefusal] = []
@@ -50,6 +52,7 @@ class Sandbox:
             self.workspace,
             home=self._home,
             scan_roots=self._scan_roots,
+            extra_writable=self._extra_writable,
         )
 
     def refresh(self) -> SandboxProfile:
@@ -126,6 +129,7 @@ def sandbox_for(
     info: Availability | None = None,
     home: str | None = None,
     scan_roots: Sequence[str] = (),
+    extra_writable: Sequence[str] = (),
 ) -> Sandbox | SandboxUnavailable | None:
     """What a shell under ``frames`` must run in.
 
@@ -150,7 +154,9 @@ def sandbox_for(
     )
     if not info.ok:
         return SandboxUnavailable(info.reasons, needed) if needed else None
-    box = Sandbox(frames, workspace, home=home, scan_roots=scan_roots)
+    box = Sandbox(
+        frames, workspace, home=home, scan_roots=scan_roots, extra_writable=extra_writable
+    )
     if box.profile.network is NetworkMode.PROXY and not info.proxy_ok:
         return SandboxUnavailable(info.reasons, ("network",))
     return box
