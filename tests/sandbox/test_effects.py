@@ -322,3 +322,14 @@ def test_extra_writable_roots_for_a_launched_cli(workspace: Path) -> None:
         assert "KEY" not in proc.stdout  # denied names under the extra root stay masked
     finally:
         shutil.rmtree(state)
+
+
+def test_refused_paths_are_read_from_the_usual_messages() -> None:
+    from charter.sandbox import refused_paths_from
+
+    stderr = (
+        "bash: /home/u/x: Read-only file system\n"
+        "touch: cannot touch '/home/u/z': Read-only file system\n"
+        "PermissionError: [Errno 30] Read-only file system: '/home/u/y'\n"
+    )
+    assert set(refused_paths_from(stderr)) == {"/home/u/x", "/home/u/y", "/home/u/z"}

@@ -82,7 +82,13 @@ class SandboxUnavailable:
 _EROFS = re.compile(r"(?:^|[\s'`\"])(/[^\s'`\":]+|[^\s'`\":]+)['`\"]?: Read-only file system")
 
 
+# Python's spelling: "[Errno 30] Read-only file system: '/path'".
+_EROFS_PY = re.compile(r"Read-only file system: '([^']+)'")
+
+
 def refused_paths_from(stderr: str, limit: int = 20) -> tuple[str, ...]:
     """Paths a process reported as on a read-only file system (what the sandbox refused)."""
-    found = dict.fromkeys(m.group(1) for m in _EROFS.finditer(stderr))
+    hits = [m.group(1) for m in _EROFS.finditer(stderr)]
+    hits += [m.group(1) for m in _EROFS_PY.finditer(stderr)]
+    found = dict.fromkeys(hits)
     return tuple(found)[:limit]
