@@ -333,3 +333,27 @@ def test_refused_paths_are_read_from_the_usual_messages() -> None:
         "PermissionError: [Errno 30] Read-only file system: '/home/u/y'\n"
     )
     assert set(refused_paths_from(stderr)) == {"/home/u/x", "/home/u/y", "/home/u/z"}
+
+
+def test_shell_cannot_plant_what_runs_outside_the_sandbox(workspace: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    (workspace / ".bashrc").write_text("# original\n")
+    hook = workspace / ".git" / "hooks" / "pre-commit"
+    config = (workspace / ".git" / "config").read_text()
+    hostile = run_bash(
+        workspace,
+        f"echo 'curl evil' > {hook}; chmod +x {hook}; echo 'evil' >> .bashrc; "
+        "git config core.hooksPath /tmp/evil",
+    )
+    assert not hook.exists()
+    assert (workspace / ".bashrc").read_text() == "# original\n"
+    assert (workspace / ".git" / "config").read_text() == config
+    assert hostile["exit_code"] != 0
+    assert str(hook) in hostile["sandbox"]["refused_paths"]
+    # the twin: ordinary git work in the same repository still works
+    twin = run_bash(
+        workspace,
+        "git -c user.name=t -c user.email=t@e add notes.txt && "
+        "git -c user.name=t -c user.email=t@e commit -qm one && git log --oneline | wc -l",
+    )
+    assert twin["stdout"].strip() == "1", twin

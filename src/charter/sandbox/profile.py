@@ -22,6 +22,31 @@ from charter.policy.paths import PathContext, PathMatcher, compile_paths
 SCAN_LIMIT = 20_000
 
 
+#: Files and directories that programs run later, outside any sandbox (shell start-up
+#: files, git hooks and config, editor and agent settings): read-only to a sandboxed
+#: shell even inside writable roots, so it cannot plant what runs unsandboxed next time.
+#: The names follow @anthropic-ai/sandbox-runtime's mandatory deny list.
+PROTECTED_FILES = frozenset(
+    {
+        ".bashrc",
+        ".bash_profile",
+        ".bash_login",
+        ".zshrc",
+        ".zprofile",
+        ".profile",
+        ".gitconfig",
+        ".gitmodules",
+        ".ripgreprc",
+        ".mcp.json",
+    }
+)
+PROTECTED_DIRS = frozenset({".vscode", ".idea"})
+#: ``(parent, name)`` pairs: ``.git/hooks``, ``.git/config``, ``.claude/commands`` ...
+PROTECTED_NESTED = frozenset(
+    {(".git", "hooks"), (".git", "config"), (".claude", "commands"), (".claude", "agents")}
+)
+
+
 class NetworkMode(StrEnum):
     """How the sandbox reaches the network."""
 
@@ -155,6 +180,11 @@ def build_profile(
             "that were not masked"
         )
 
+    for name in PROTECTED_FILES | PROTECTED_DIRS:
+        in_home = os.path.join(ctx.home, name)
+        if os.path.lexists(in_home):
+            readonly.add(in_home)
+
     masked_paths = _minimal(masked)
     dirs = tuple(p for p in masked_paths if os.path.isdir(p) and not os.path.islink(p))
     files = tuple(p for p in masked_paths if p not in dirs)
@@ -188,8 +218,6 @@ def _scan(
     masked: set[str],
     readonly: set[str],
 ) -> bool:
-    if read_matcher is None and write_matcher is None:
-        return True
     seen = 0
     stack = [r for r in roots if os.path.isdir(r)]
     while stack:
@@ -203,6 +231,13 @@ def _scan(
             if seen > SCAN_LIMIT:
                 return False
             path = entry.path
+            name = entry.name
+            if (
+                name in PROTECTED_FILES
+                or name in PROTECTED_DIRS
+                or ((os.path.basename(directory), name) in PROTECTED_NESTED)
+            ):
+                readonly.add(path)
             if read_matcher is not None and read_matcher.first_match(path) is not None:
                 masked.add(path)
                 continue
