@@ -357,3 +357,48 @@ def test_shell_cannot_plant_what_runs_outside_the_sandbox(workspace: Path) -> No
         "git -c user.name=t -c user.email=t@e commit -qm one && git log --oneline | wc -l",
     )
     assert twin["stdout"].strip() == "1", twin
+
+
+def _processes_running(needle: str) -> list[str]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            if needle.encode() in cmdline:
+                found.append(pid)
+    return found
+
+
+def test_timeout_kills_everything_the_command_started(workspace: Path) -> None:
+    tool = next(t for t in builtin_tools(str(workspace), bash_timeout_s=1) if t.name == "bash")
+
+    async def go() -> Any:
+        with with_execution_policy(POLICY, label="persona"):
+            return await tool.handler(command="(sleep 7713 &) ; setsid sleep 7713 & sleep 7713")
+
+    result = asyncio.run(go())
+    assert "timed out" in result["error"]
+    for _ in range(40):
+        if not _processes_running("sleep 7713"):
+            break
+        time.sleep(0.05)
+    assert _processes_running("sleep 7713") == []
+
+
+def test_doctor_reports_the_sandbox() -> None:
+    import json
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "charter", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    checks = {c["check"]: c for c in json.loads(proc.stdout)}
+    assert checks["bubblewrap"]["status"] == "ok"
+    assert "sandbox network proxy" in checks
+    assert "landlock" in checks
