@@ -402,3 +402,17 @@ def test_doctor_reports_the_sandbox() -> None:
     assert checks["bubblewrap"]["status"] == "ok"
     assert "sandbox network proxy" in checks
     assert "landlock" in checks
+
+
+def test_a_denied_name_added_after_a_cached_scan_is_masked(workspace: Path) -> None:
+    # Directories listed more than a second ago are reused while their mtime holds.
+    old = time.time() - 60
+    for directory in (workspace, workspace / "secrets"):
+        os.utime(directory, (old, old))
+    first = run_bash(workspace, "cat notes.txt")
+    assert first["stdout"] == "public notes\n"
+    (workspace / "late.pem").write_text("LATE KEY\n")
+    hostile = run_bash(workspace, "cat late.pem")
+    assert "LATE KEY" not in hostile["stdout"]
+    twin = run_bash(workspace, "cat notes.txt")
+    assert twin["stdout"] == "public notes\n"

@@ -10,6 +10,9 @@ path and network rules in the terms a kernel can enforce.
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -211,6 +214,81 @@ def network_mode(rules: Rules) -> NetworkMode:
     return NetworkMode.PROXY
 
 
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """What one directory contributed to a profile, valid while its mtime is unchanged."""
+
+    mtime_ns: int
+    entries: int
+    masked: tuple[str, ...]
+    readonly: tuple[str, ...]
+    subdirs: tuple[str, ...]
+
+
+# (directory, read matcher, write matcher) -> listing. Matchers come from the policy's
+# compile cache, so identical policies share entries. A directory modified within the last
+# second is always listed again: mtimes are coarser than the time between two calls.
+_LISTINGS: OrderedDict[tuple[str, object, object], _Listing] = OrderedDict()
+_LISTINGS_LOCK = threading.Lock()
+_LISTINGS_MAX = 50_000
+_FRESH_NS = 1_000_000_000
+
+
+def _list_directory(
+    directory: str,
+    read_matcher: PathMatcher | None,
+    write_matcher: PathMatcher | None,
+) -> _Listing | None:
+    try:
+        mtime = os.stat(directory).st_mtime_ns
+    except OSError:
+        return None
+    key = (directory, read_matcher, write_matcher)
+    with _LISTINGS_LOCK:
+        cached = _LISTINGS.get(key)
+        if cached is not None and cached.mtime_ns == mtime:
+            _LISTINGS.move_to_end(key)
+            return cached
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return None
+    masked: list[str] = []
+    readonly: list[str] = []
+    subdirs: list[str] = []
+    for entry in entries:
+        path = entry.path
+        name = entry.name
+        if (
+            name in PROTECTED_FILES
+            or name in PROTECTED_DIRS
+            or ((os.path.basename(directory), name) in PROTECTED_NESTED)
+        ):
+            readonly.append(path)
+        if read_matcher is not None and read_matcher.first_match(path) is not None:
+            masked.append(path)
+            continue
+        if write_matcher is not None and write_matcher.first_match(path) is not None:
+            readonly.append(path)
+            continue
+        if entry.is_symlink():
+            # A link to a denied file elsewhere: mask what it points to.
+            target = os.path.realpath(path)
+            if read_matcher is not None and read_matcher.first_match(target) is not None:
+                masked.append(target)
+            elif write_matcher is not None and write_matcher.first_match(target) is not None:
+                readonly.append(target)
+        elif entry.is_dir(follow_symlinks=False):
+            subdirs.append(path)
+    listing = _Listing(mtime, len(entries), tuple(masked), tuple(readonly), tuple(subdirs))
+    if time.time_ns() - mtime > _FRESH_NS:
+        with _LISTINGS_LOCK:
+            _LISTINGS[key] = listing
+            if len(_LISTINGS) > _LISTINGS_MAX:
+                _LISTINGS.popitem(last=False)
+    return listing
+
+
 def _scan(
     roots: Sequence[str],
     read_matcher: PathMatcher | None,
@@ -221,36 +299,13 @@ def _scan(
     seen = 0
     stack = [r for r in roots if os.path.isdir(r)]
     while stack:
-        directory = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
+        listing = _list_directory(stack.pop(), read_matcher, write_matcher)
+        if listing is None:
             continue
-        for entry in entries:
-            seen += 1
-            if seen > SCAN_LIMIT:
-                return False
-            path = entry.path
-            name = entry.name
-            if (
-                name in PROTECTED_FILES
-                or name in PROTECTED_DIRS
-                or ((os.path.basename(directory), name) in PROTECTED_NESTED)
-            ):
-                readonly.add(path)
-            if read_matcher is not None and read_matcher.first_match(path) is not None:
-                masked.add(path)
-                continue
-            if write_matcher is not None and write_matcher.first_match(path) is not None:
-                readonly.add(path)
-                continue
-            if entry.is_symlink():
-                # A link to a denied file elsewhere: mask what it points to.
-                target = os.path.realpath(path)
-                if read_matcher is not None and read_matcher.first_match(target) is not None:
-                    masked.add(target)
-                elif write_matcher is not None and write_matcher.first_match(target) is not None:
-                    readonly.add(target)
-            elif entry.is_dir(follow_symlinks=False):
-                stack.append(path)
+        seen += listing.entries
+        if seen > SCAN_LIMIT:
+            return False
+        masked.update(listing.masked)
+        readonly.update(listing.readonly)
+        stack.extend(listing.subdirs)
     return True
