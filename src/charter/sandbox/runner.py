@@ -26,6 +26,19 @@ class Sandbox:
     long-lived CLI as well as a one-shot shell. The profile is built once, at construction;
     call :meth:`refresh` to rebuild it (for example before each shell call, so that new
     files matching a denied name are masked too).
+
+    A long-lived CLI under a persona::
+
+        box = sandbox_for(current_stack(), workspace, extra_writable=[cli_state_dir])
+        if isinstance(box, SandboxUnavailable):
+            raise SystemExit(box.message)          # fail closed
+        with box:                                  # the proxy lives as long as the CLI
+            argv = box.wrap(cli_argv, env=box.env({"ANTHROPIC_API_KEY": key}),
+                            new_session=False)     # keep the terminal for a TUI
+            subprocess.run(argv)
+        receipt = box.receipt(exit_code)           # hosts the proxy refused meanwhile
+
+    (``sandbox_for`` returns ``None`` when no sandbox applies: run ``cli_argv`` as is.)
     """
 
     def __init__(
