@@ -122,13 +122,38 @@ def test_exit_status_and_stderr_pass_through_and_the_tool_is_not_rerun(
     assert len(count.read_text().splitlines()) == 1
 
 
-def test_missing_binary_is_reported_and_nothing_is_left(project: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["swap", "unshare"])
+def test_missing_binary_is_reported_and_nothing_is_left(
+    project: Path, tmp_path: Path, mode: str
+) -> None:
+    """Same error in every run mode (unshare used to print `charter-ns: exec: ...`)."""
     make_persona(project / ".personas", "rev", policy=POLICY)
-    env = env_with(PATH=str(tmp_path / "empty"))
-    out = charter("launch", "claude", "rev", "--run-mode", "swap", cwd=project, env=env)
-    assert out.returncode == 127
-    assert "claude: command not found" in out.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = env_with(PATH=f"{empty}:/usr/bin:/bin")
+    out = charter("launch", "claude", "rev", "--run-mode", mode, cwd=project, env=env)
+    assert out.returncode == 127, out.stderr
+    assert out.stderr.startswith("charter: claude: command not found (install "), out.stderr
+    assert "charter-ns" not in out.stderr
     assert not (project / "CLAUDE.md").exists()
+
+
+@pytest.mark.parametrize("mode", ["swap", "unshare"])
+def test_non_executable_binary_is_reported_before_any_swap(
+    project: Path, tmp_path: Path, mode: str
+) -> None:
+    make_persona(project / ".personas", "rev", policy=POLICY)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "claude").write_text("#!/bin/sh\necho ran\n")
+    (bindir / "claude").chmod(0o644)
+    (project / "CLAUDE.md").write_text("ORIGINAL\n")
+    env = env_with(PATH=f"{bindir}:/usr/bin:/bin")
+    out = charter("launch", "claude", "rev", "--run-mode", mode, cwd=project, env=env)
+    assert out.returncode == 126, out.stderr
+    assert f"claude: {bindir / 'claude'} is not executable" in out.stderr
+    assert "ran" not in out.stdout
+    assert (project / "CLAUDE.md").read_text() == "ORIGINAL\n"
 
 
 def _start(project: Path, env: dict[str, str], *args: str) -> subprocess.Popen[str]:

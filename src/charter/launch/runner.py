@@ -154,12 +154,42 @@ def _forwarding(child: subprocess.Popen[bytes]) -> Iterator[None]:
             signal.signal(sig, old)
 
 
+def check_binary(job: Job) -> str:
+    """The absolute path of the tool's program, or a :class:`LaunchError` (127 / 126).
+
+    Checked before any run mode starts, so a missing or non-executable CLI gives the same
+    error whether the tool would run directly, under ``unshare`` or in swap mode (and no
+    file is swapped for a tool that cannot start).
+    """
+    name = job.argv[0]
+    path_var = job.full_env().get("PATH", os.defpath)
+    if os.sep in name:
+        candidates = [name if os.path.isabs(name) else os.path.join(job.workspace, name)]
+    else:
+        candidates = [os.path.join(d or ".", name) for d in path_var.split(os.pathsep)]
+    found = [c for c in candidates if os.path.isfile(c)]
+    for candidate in found:
+        if os.access(candidate, os.X_OK):
+            return os.path.abspath(candidate)
+    if found:
+        raise LaunchError(
+            f"{job.tool}: {found[0]} is not executable (reinstall {job.npm_package}; "
+            "`charter doctor` checks the CLIs)",
+            126,
+        )
+    raise LaunchError(
+        f"{job.tool}: command not found (install {job.npm_package}; "
+        "`charter doctor` checks the CLIs)",
+        127,
+    )
+
+
 def _run_child(argv: list[str], job: Job) -> int:
     try:
         child = subprocess.Popen(argv, env=job.full_env(), cwd=job.workspace)
-    except FileNotFoundError:
+    except (FileNotFoundError, PermissionError):  # vanished or changed since check_binary
         raise LaunchError(
-            f"{job.tool}: command not found (install {job.npm_package}; "
+            f"{job.tool}: could not start {job.argv[0]} (install {job.npm_package}; "
             "`charter doctor` checks the CLIs)",
             127,
         ) from None
@@ -173,6 +203,7 @@ def _run_child(argv: list[str], job: Job) -> int:
 
 def execute(job: Job) -> int:
     """Run the job; return the exit status to exit with (negative: die of that signal)."""
+    check_binary(job)
     try:
         overlay_path = write_files(job)
         if job.run_mode == "unshare" and not unshare_works():
