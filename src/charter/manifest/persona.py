@@ -78,6 +78,9 @@ def build_persona(
         col.add(join(path, "name"), err)
     if "tools" not in data and "capabilities" not in data:
         col.add(path, "missing required field: tools or capabilities (at least one)")
+    elif not any(data.get(key) for key in ("tools", "capabilities")):
+        # both declared but empty grants nothing: the seed asks for a surface, not a key
+        col.add(path, "tools or capabilities must name at least one tool or capability")
 
     entry = None
     if "entry_workflow" in checked:
