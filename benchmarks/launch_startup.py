@@ -9,6 +9,8 @@ overlay, MCP servers and user arguments to filter):
 * ``charter print-policy claude rev``
 * ``charter launch claude rev --run-mode swap -- -p hi`` with a stand-in ``claude`` that
   exits at once (so: plan + temp files + swap + fork/exec + restore + cleanup)
+* ``charter --version`` and ``charter --help`` (answered without importing click; goal:
+  under 3x ``python -c pass``),
 * ``python -c pass`` for reference,
 
 the first three with the launch cache (the usual case: nothing changed since the last
@@ -94,6 +96,7 @@ def main() -> int:
         cases = {
             "python -c pass": [sys.executable, "-c", "pass"],
             "charter --version": [charter, "--version"],
+            "charter --help": [charter, "--help"],
             "launch --dry-run": [
                 charter,
                 "launch",
@@ -126,9 +129,14 @@ def main() -> int:
         }
         runs = [(n, c, env) for n, c in cases.items()]
         runs += [(n, c, nocache) for n, c in cases_nocache.items()]
+        medians: dict[str, float] = {}
         for name, cmd, case_env in runs:
             times = _time(cmd, repo, case_env, args.runs)
-            print(f"{name:<36} {statistics.median(times):8.1f} {min(times):8.1f} {max(times):8.1f}")
+            medians[name] = statistics.median(times)
+            print(f"{name:<36} {medians[name]:8.1f} {min(times):8.1f} {max(times):8.1f}")
+        bare = medians["python -c pass"]
+        for name in ("charter --version", "charter --help"):
+            print(f"{name} / python -c pass: {medians[name] / bare:.2f}x (goal: under 3x)")
     return 0
 
 

@@ -45,8 +45,10 @@ print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 @pytest.mark.parametrize(
     ("args", "forbidden"),
     [
-        (["--help"], HEAVY + PACKAGES),
-        (["--version"], HEAVY + PACKAGES),
+        # answered from the command table: not even click (it costs more than python's start)
+        (["--help"], (*HEAVY, *PACKAGES, "click")),
+        (["-h"], (*HEAVY, *PACKAGES, "click")),
+        (["--version"], (*HEAVY, *PACKAGES, "click")),
         (["policy", "--help"], HEAVY),
         # the runtime and run commands load only when used
         (["persona", "list", "--help"], (*HEAVY, "charter.runtime", "charter.run")),
@@ -72,3 +74,27 @@ def test_version_and_help_through_console_script() -> None:
         [sys.executable, "-m", "charter", "--help"], capture_output=True, text=True, check=True
     ).stdout
     assert "policy" in help_text and "Usage" in help_text
+
+
+@pytest.mark.parametrize("columns", ["50", "80", "132"])
+@pytest.mark.parametrize("flag", ["--help", "-h", "--version"])
+def test_fast_answers_match_what_click_prints(flag: str, columns: str) -> None:
+    """The click-free answers stay byte-identical to the click group's own."""
+    import os
+
+    env = {**os.environ, "COLUMNS": columns}
+    fast = subprocess.run(
+        [sys.executable, "-m", "charter", flag], capture_output=True, text=True, env=env
+    )
+    slow = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"from charter.cli import cli; cli.main([{flag!r}], prog_name='charter')",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert (fast.returncode, fast.stdout, fast.stderr) == (0, slow.stdout, "")
+    assert slow.returncode == 0

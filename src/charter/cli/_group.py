@@ -1,0 +1,37 @@
+"""The click group: sub-commands imported only when they are invoked."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from charter import __version__
+
+from ._commands import COMMANDS, SUMMARY
+
+
+class LazyGroup(click.Group):
+    """A group whose sub-commands are imported only when they are invoked."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        spec = COMMANDS.get(cmd_name)
+        if spec is None:
+            return None
+        module = importlib.import_module(spec[0])
+        command: click.Command = getattr(module, spec[1])
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, spec[2]) for name, spec in sorted(COMMANDS.items())]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, help=SUMMARY, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="charter")
+def cli() -> None:
+    pass
