@@ -195,3 +195,23 @@ def test_console_script_end_to_end() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("ok: 3 personas")
+
+
+def test_manifest_as_global_option_before_the_subcommand(tmp_path: Path) -> None:
+    # `charter --manifest FILE persona ...`: run from elsewhere so discovery cannot help
+    code, out, err = run("--manifest", str(EXAMPLES), "persona", "list", "--json", cwd=tmp_path)
+    assert code == 0, err
+    names = [p["name"] for p in json.loads(out)["personas"]]
+    assert names == ["merge_captain", "review_captain", "oncall_captain"]
+    # a --manifest after the sub-command still wins over the global one
+    bad = FIXTURES / "invalid" / "negative_budget.toml"
+    code, _, _ = run("--manifest", str(EXAMPLES), "persona", "check", "--manifest", str(bad))
+    assert code == 1
+
+
+def test_global_manifest_reaches_which(tmp_path: Path) -> None:
+    code, out, err = run(
+        "--manifest", str(EXAMPLES), "which", "oncall_captain", "--json", cwd=tmp_path
+    )
+    assert code == 0, err
+    assert "oncall_captain" in out

@@ -72,8 +72,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
 }
 
+MANIFEST_HELP = "charter.toml, a persona file or folder, for every sub-command."
+
 _OPTIONS = [
     ("--version", "Show the version and exit."),
+    ("--manifest PATH", MANIFEST_HELP),
     ("-h, --help", "Show this message and exit."),
 ]
 

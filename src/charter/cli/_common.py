@@ -15,6 +15,15 @@ EXIT_BAD_INPUT = 2
 EXIT_DENIED = 3
 
 
+def global_manifest(given: Path | None) -> Path | None:
+    """``given``, else a ``--manifest`` given before the sub-command (``charter --manifest F``)."""
+    if given is not None:
+        return given
+    ctx = click.get_current_context(silent=True)
+    chosen = ctx.meta.get("charter.manifest") if ctx is not None else None
+    return Path(chosen) if isinstance(chosen, str) else None
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False))
 

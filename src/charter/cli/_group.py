@@ -8,7 +8,7 @@ import click
 
 from charter import __version__
 
-from ._commands import COMMANDS, SUMMARY
+from ._commands import COMMANDS, MANIFEST_HELP, SUMMARY
 
 
 class LazyGroup(click.Group):
@@ -31,7 +31,21 @@ class LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
+def _remember_manifest(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    # shared with every sub-command through ctx.meta (the key persona_cmd reads); an
+    # option given after the sub-command overrides this one
+    if value is not None:
+        ctx.meta["charter.manifest"] = value
+
+
 @click.group(cls=LazyGroup, help=SUMMARY, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="charter")
+@click.option(
+    "--manifest",
+    metavar="PATH",
+    expose_value=False,
+    callback=_remember_manifest,
+    help=MANIFEST_HELP,
+)
 def cli() -> None:
     pass

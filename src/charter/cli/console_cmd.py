@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ._common import EXIT_BAD_INPUT, EXIT_FAILED
+from ._common import EXIT_BAD_INPUT, EXIT_FAILED, global_manifest
 
 
 @click.command("console")
@@ -37,7 +37,9 @@ def console(
     from charter.run.web import Access, AccessError, bind_socket, build_app, http_server
     from charter.runtime import EventLogError
 
-    options = RunOptions(manifest=manifest, state_dir=state_dir, state_url=state_url)
+    options = RunOptions(
+        manifest=global_manifest(manifest), state_dir=state_dir, state_url=state_url
+    )
     try:
         access = Access.from_env(os.environ, host=host)
     except AccessError as exc:

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from charter.cli._common import EXIT_BAD_INPUT, EXIT_DENIED, EXIT_FAILED, emit_json
+from charter.cli._common import (
+    EXIT_BAD_INPUT,
+    EXIT_DENIED,
+    EXIT_FAILED,
+    emit_json,
+    global_manifest,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 _PASS = {"ignore_unknown_options": True, "help_option_names": ["-h", "--help"]}
@@ -64,9 +71,15 @@ def _launch_options(func: F) -> F:
     return _selection(func)
 
 
+def _manifest(kw: dict[str, Any]) -> str | None:
+    given = kw.get("manifest")
+    chosen = global_manifest(Path(given) if given else None)
+    return str(chosen) if chosen is not None else None
+
+
 def _option_values(kw: dict[str, Any]) -> dict[str, Any]:
     return {
-        "manifest": kw.get("manifest"),
+        "manifest": _manifest(kw),
         "prefer": kw.get("prefer"),
         "meta": "none" if kw.get("no_meta") else kw.get("meta", "top"),
         "mcp": not kw.get("no_mcp", False),
@@ -220,7 +233,7 @@ def print_overlay(tool: str, persona: str, meta: str, no_meta: bool, **kw: Any) 
         click.echo(f"charter: unknown tool {tool!r}", err=True)
         sys.exit(EXIT_BAD_INPUT)
     try:
-        resolved = resolve_persona(persona, manifest=kw.get("manifest"), prefer=kw.get("prefer"))
+        resolved = resolve_persona(persona, manifest=_manifest(kw), prefer=kw.get("prefer"))
         overlay = compose(
             resolved.persona,
             resolved.manifest,
@@ -245,7 +258,7 @@ def which(persona: str, as_json: bool, **kw: Any) -> None:
     from charter.launch import ResolveError, resolve_persona
 
     try:
-        resolved = resolve_persona(persona, manifest=kw.get("manifest"), prefer=kw.get("prefer"))
+        resolved = resolve_persona(persona, manifest=_manifest(kw), prefer=kw.get("prefer"))
     except ResolveError as exc:
         click.echo(f"charter: {exc}", err=True)
         sys.exit(EXIT_FAILED)

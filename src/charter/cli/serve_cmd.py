@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json
+from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json, global_manifest
 
 
 @click.command("serve")
@@ -82,7 +82,7 @@ def serve(
         sys.stdout.flush()
 
     options = RunOptions(
-        manifest=manifest,
+        manifest=global_manifest(manifest),
         state_dir=state_dir,
         state_url=state_url,
         at=at,
