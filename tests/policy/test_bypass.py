@@ -198,6 +198,39 @@ COMMAND_CASES = [
     ("FOO=1 git status", True),
     ("f() { curl x; }; f", False),
     ("cat <<EOF\n$(curl x)\nEOF", False),
+    # argv as the kernel sees it: words after a redirection are arguments
+    ("echo >f rm -rf build", True),  # echo's arguments, not a command
+    ("rm >f -rf build", False),
+    ("rm 2>&1 -rf build", False),
+    ("rm -r >/dev/null -f build", False),
+    ("git push >log --force origin main", False),
+    # launchers read with their real option grammars
+    ("xargs -i rm -rf build", False),
+    ("xargs -e rm -rf build", False),
+    ("xargs -l rm -rf build", False),
+    ("bash -c -- 'rm -rf build'", False),
+    ("bash -c -x 'rm -rf build'", False),
+    ("bash --rcfile x -c 'rm -rf build'", False),
+    ("sudo -R /x rm -rf build", False),
+    ("flock f -c 'rm -rf build'", False),
+    ("flock -w 1 f -c 'curl x'", False),
+    ("env -S'rm -rf build'", False),
+    ("env -S'echo hi'", True),
+    ("watch -d rm -rf build", False),
+    ("bash -c -- 'git status'", True),
+    # the program is the program
+    ("./git status", False),
+    ("/tmp/x/git status", False),
+    ("'my git' status", False),
+    # spellings of the same act
+    ("git push --force-with-lease origin main", False),
+    ("git push --force-with-lease=main origin main", False),
+    ("git push --force-if-includes origin main", False),
+    ("git push --mirror origin", False),
+    ("git push origin +main", False),
+    ("git push origin +HEAD:refs/heads/main", False),
+    ("git -C repo push origin +main", False),
+    ("git push origin HEAD:main", True),
 ]
 
 
@@ -205,6 +238,24 @@ COMMAND_CASES = [
 def test_command_corpus(line: str, allowed: bool, ctx: PathContext) -> None:
     call = ToolCall("bash", {"command": line}, BASH)
     assert _decide(CMD_POLICY, call, ctx) is allowed, line
+
+
+def test_bare_name_rule_matches_the_binary_path_resolves(
+    ctx: PathContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from charter.policy import commands
+
+    real = tmp_path / "bin" / "git"
+    real.parent.mkdir()
+    real.write_text("")
+    fake = tmp_path / "x" / "git"
+    fake.parent.mkdir()
+    fake.write_text("")
+    monkeypatch.setattr(commands, "program_resolver", lambda name: str(real))
+    ok = ToolCall("bash", {"command": f"{real} status"}, BASH)
+    bad = ToolCall("bash", {"command": f"{fake} status"}, BASH)
+    assert _decide(CMD_POLICY, ok, ctx) is True
+    assert _decide(CMD_POLICY, bad, ctx) is False
 
 
 def test_argv_commands_are_checked_too(ctx: PathContext) -> None:

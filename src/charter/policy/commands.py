@@ -6,18 +6,56 @@ Deny rules match loosely, because that is the fail-closed direction: the program
 must match (case-insensitively, by basename), the rule's flags must all be present
 anywhere (short clusters split, so ``rm -fr`` and ``rm -r -f`` meet ``rm -rf``; the
 common long spellings ``--recursive``/``--force`` count as ``-r``/``-f``), and the
-rule's other words must appear in order. A deny rule also matches a command with
+rule's other words must appear in order. Other spellings of the same act
+(``git push --force-with-lease``, ``--mirror``, ``+main``) come from a per-program
+table of equivalences. A deny rule also matches a command with
 run-time values (``rm $FLAGS x``) that could hide the denied words.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
+import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .shell import SimpleCommand
 
+#: How a bare program name resolves to a file (PATH lookup); tests inject their own.
+program_resolver: Callable[[str], str | None] = shutil.which
+
+
+def same_binary(argv0: str, name: str) -> bool:
+    """Whether ``argv0`` (written with a path) is the binary PATH resolves ``name`` to.
+
+    ``/tmp/x/git`` or ``./git`` is not ``git``: an allow rule names a program, not any
+    file that happens to carry its name. Relative paths depend on a directory chosen at
+    run time and never match.
+    """
+    if not os.path.isabs(argv0):
+        return False
+    found = program_resolver(name)
+    if found is None:
+        return False
+    return os.path.realpath(found) == os.path.realpath(argv0)
+
+
 _LONG_TO_SHORT = {"--recursive": "-r", "--force": "-f"}
+
+#: Spellings of the same act, per program and subcommand: an option (or ``+`` for a
+#: positional that starts with ``+``) that means the same as a canonical flag. A rule
+#: denying ``git push --force`` denies every way of forcing a push.
+_EQUIVALENTS: dict[str, dict[str, dict[str, str]]] = {
+    "git": {
+        "push": {
+            "--force-with-lease": "-f",
+            "--force-if-includes": "-f",
+            "--mirror": "-f",
+            "+": "-f",  # ``git push origin +main`` force-pushes main
+        },
+    },
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +91,9 @@ class CommandRule:
         program = cmd.program
         if program is None or not fnmatch.fnmatchcase(program, self.program):
             return False
+        first = cmd.argv[0]
+        if first is not None and first != program and not same_binary(first, program):
+            return False
         args = cmd.argv[1:]
         if len(args) < len(self.words) or (not self.prefix and len(args) != len(self.words)):
             return False
@@ -86,6 +127,13 @@ class CommandRule:
                 flags.update("-" + ch for ch in low[1:])
             else:
                 positionals.append(low)
+        for sub, table in _EQUIVALENTS.get(program.lower(), {}).items():
+            if sub in positionals:
+                for spelling, canonical in table.items():
+                    if spelling in flags or (
+                        spelling == "+" and any(p.startswith("+") for p in positionals)
+                    ):
+                        flags.add(canonical)
         pos = 0
         for word in self.words:
             low = word.lower()

@@ -119,6 +119,18 @@ def _command_argv(node: Node) -> tuple[Token, ...]:
     argv: list[Token] = [_literal(name)]
     for arg in node.children_by_field_name("argument"):
         argv.append(_literal(arg))
+    # ``cmd >f a b`` runs ``cmd a b``: the grammar files ``a b`` under the redirect as
+    # extra destinations, the kernel sees them as arguments.
+    redirects = list(node.children_by_field_name("redirect"))
+    parent = node.parent
+    if parent is not None and parent.type == "redirected_statement":
+        body = parent.child_by_field_name("body")
+        if body is not None and body.id == node.id:
+            redirects.extend(parent.children_by_field_name("redirect"))
+    for redirect in redirects:
+        if redirect.type == "file_redirect":
+            extra = redirect.children_by_field_name("destination")[1:]
+            argv.extend(_literal(arg) for arg in extra)
     return tuple(argv)
 
 
@@ -227,6 +239,8 @@ _OPTS_WITH_VALUE: dict[str, frozenset[str]] = {
             "--close-from",
             "-D",
             "--chdir",
+            "-R",
+            "--chroot",
             "-h",
             "--host",
             "-p",
@@ -249,12 +263,11 @@ _OPTS_WITH_VALUE: dict[str, frozenset[str]] = {
             "--arg-file",
             "-d",
             "--delimiter",
+            # -e, -i and -l take an optional value attached to them only (``-i{}``):
+            # ``xargs -i rm`` runs rm, so they are flags here.
             "-E",
-            "-e",
             "-I",
-            "-i",
             "-L",
-            "-l",
             "-n",
             "--max-args",
             "-P",
@@ -266,7 +279,8 @@ _OPTS_WITH_VALUE: dict[str, frozenset[str]] = {
     ),
     "strace": frozenset({"-o", "-e", "-p", "-s", "-u", "-E", "-a", "-b", "-O", "-S", "-P", "-I"}),
     "ltrace": frozenset({"-o", "-e", "-p", "-s", "-u", "-a", "-n"}),
-    "watch": frozenset({"-n", "--interval", "-d", "--differences", "-q"}),
+    # ``-d``/``--differences`` take an optional attached value only (``-d=permanent``).
+    "watch": frozenset({"-n", "--interval", "-q"}),
     "flock": frozenset({"-w", "--wait", "--timeout", "-E", "--conflict-exit-code"}),
     "chroot": frozenset({"--userspec", "--groups"}),
     "taskset": frozenset(),
@@ -352,7 +366,7 @@ def _unwrap(argv: tuple[Token, ...], depth: int) -> Iterator[SimpleCommand]:
                 return
             yield from _parse_cached(" ".join(t for t in inner if t is not None), depth + 1)
             return
-        if program == "flock" and not inner:
+        if program == "flock":
             script = _option_value(argv, ("-c", "--command"))
             if isinstance(script, str):
                 yield SimpleCommand(argv, transparent=True)
@@ -375,26 +389,44 @@ class _Unknown:
 _UNKNOWN = _Unknown()
 
 
+# Shell options that take a separate value (``bash --rcfile FILE -c ...``).
+_SHELL_OPTS_WITH_VALUE = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+
+
 def _shell_script(argv: tuple[Token, ...]) -> str | _Unknown | None:
-    """The script of ``sh -c SCRIPT`` (``None`` when the shell runs a file or stdin)."""
+    """The script of ``sh -c SCRIPT`` (``None`` when the shell runs a file or stdin).
+
+    As bash reads it: options come first (``-c`` is a flag, ``-c -x`` and ``-c --`` are
+    legal), and the script is the first operand after them.
+    """
     args = argv[1:]
-    for i, tok in enumerate(args):
+    command_mode = False
+    i = 0
+    while i < len(args):
+        tok = args[i]
         if tok is None:
             return _UNKNOWN
-        if tok == "--":
-            return None
-        if tok.startswith("-") and not tok.startswith("--") and "c" in tok[1:]:
-            if i + 1 >= len(args):
-                return _UNKNOWN
-            nxt = args[i + 1]
-            return _UNKNOWN if nxt is None else nxt
-        if tok in ("-o", "+o", "-O", "+O"):
+        if tok == "--" or tok == "-":
+            i += 1
+            break
+        if tok in _SHELL_OPTS_WITH_VALUE:
+            i += 2
             continue
-        if not tok.startswith(("-", "+")):
-            if i > 0 and args[i - 1] in ("-o", "+o", "-O", "+O"):
-                continue
-            return None
-    return None
+        if tok.startswith("--"):
+            i += 1
+            continue
+        if tok.startswith(("-", "+")) and len(tok) > 1:
+            if tok.startswith("-") and "c" in tok[1:]:
+                command_mode = True
+            i += 1
+            continue
+        break
+    if not command_mode:
+        return None
+    if i >= len(args):
+        return _UNKNOWN
+    script = args[i]
+    return _UNKNOWN if script is None else script
 
 
 def _option_value(argv: tuple[Token, ...], names: tuple[str, ...]) -> str | _Unknown | None:
@@ -406,6 +438,8 @@ def _option_value(argv: tuple[Token, ...], names: tuple[str, ...]) -> str | _Unk
                 if i + 1 >= len(argv) or argv[i + 1] is None:
                     return _UNKNOWN
                 return argv[i + 1]
+            if len(name) == 2 and tok.startswith(name) and len(tok) > 2:
+                return tok[2:]  # ``-S'rm -rf x'``: the value attached to a short option
             if name.startswith("--") and tok.startswith(name + "="):
                 return tok[len(name) + 1 :]
     return None
