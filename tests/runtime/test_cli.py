@@ -98,9 +98,13 @@ def test_seed_flow(run) -> None:  # type: ignore[no-untyped-def]
     dup = run(
         "trigger", "merge_captain", "--provider", "github", "--kind", "pull_request",
         "--metadata", "repository=burin-labs/harn", "--metadata", "number=462", "--at", AT,
+        expect=1,
     )  # fmt: skip
-    assert dup["status"] == "duplicate"
-    over = run("tick", "merge_captain", "--at", "2026-04-24T12:31:00Z", "--cost-usd", "0.04")
+    assert json.loads(dup.stdout)["status"] == "duplicate"
+    over = run(
+        "tick", "merge_captain", "--at", "2026-04-24T12:31:00Z", "--cost-usd", "0.04", expect=1
+    )
+    over = json.loads(over.stdout)
     assert over["status"] == "budget_exhausted" and over["budget_receipt_id"]
     assert over["exhaustion_reason"] == "run_usd"
 
@@ -110,8 +114,8 @@ def test_seed_flow(run) -> None:  # type: ignore[no-untyped-def]
     resumed = run("resume", "merge_captain", "--at", "2026-04-24T12:33:00Z")
     assert [d["status"] for d in resumed["drained"]] == ["completed"]
     assert run("disable", "merge_captain", "--at", AT)["lifecycle"] == "disabled"
-    dead = run("tick", "merge_captain", "--at", "2026-04-24T12:34:00Z")
-    assert dead["status"] == "dead_lettered"
+    dead = run("tick", "merge_captain", "--at", "2026-04-24T12:34:00Z", expect=1)
+    assert json.loads(dead.stdout)["status"] == "dead_lettered"
     assert run("resume", "merge_captain", "--at", AT)["lifecycle"] == "disabled"
     assert run("enable", "merge_captain", "--at", AT)["lifecycle"] == "idle"
     spend = run("spend", "merge_captain", "--cost-usd", "0.01", "--at", AT)
@@ -120,6 +124,12 @@ def test_seed_flow(run) -> None:  # type: ignore[no-untyped-def]
     status = run("status", "merge_captain", "--at", "2026-04-24T12:35:00Z")
     assert status["dead_lettered"] == 1
     assert status["budget"]["spent"]["day_tokens"] == 120
+
+    recorded = run("tick", "merge_captain", "--at", "2026-04-24T14:00:00Z", json_out=False)
+    assert recorded.stdout.startswith("recorded merge_captain ")
+    refused = run("tick", "merge_captain", "--at", "2026-04-24T14:01:00Z", "--error", "boom",
+                  json_out=False, expect=1)  # fmt: skip
+    assert refused.stdout.startswith("failed merge_captain ") and "boom" in refused.stdout
 
     human = run("status", "merge_captain", "--at", AT, json_out=False)
     assert "lifecycle:" in human.stdout and "dead-lettered:      1" in human.stdout

@@ -29,6 +29,7 @@ from charter.runtime import (
     PersonaRuntime,
     PersonaRuntimeError,
     PersonaRuntimeSpec,
+    ReceiptStatus,
     RouteRule,
     RunReceipt,
     ScheduleError,
@@ -213,11 +214,38 @@ def _open_log(state_url: str | None, state_dir: Path | None) -> EventLog:
         _fail(str(exc))
 
 
+# Outcomes that did not do (or record) the work: the command exits 1 with the receipt
+# still printed, so scripts see a refusal without parsing (docs/runtime.md, exit codes).
+_REFUSED = frozenset(
+    {
+        ReceiptStatus.DUPLICATE,
+        ReceiptStatus.LEASE_BUSY,
+        ReceiptStatus.BUDGET_EXHAUSTED,
+        ReceiptStatus.DEAD_LETTERED,
+        ReceiptStatus.FAILED,
+    }
+)
+
+
 def _print_receipt(receipt: RunReceipt, as_json: bool) -> None:
+    """Print ``receipt``; exit 1 when the work was refused or recorded as failed.
+
+    tick/trigger/spend record work done elsewhere, so a completed receipt reads
+    "recorded" in human output (the JSON status stays the seed's ``completed``).
+    """
     if as_json:
         emit_json(receipt.to_dict())
-        return
-    parts = [receipt.status.value, receipt.persona]
+    else:
+        _print_receipt_text(receipt)
+    if receipt.status in _REFUSED:
+        sys.exit(1)
+
+
+def _print_receipt_text(receipt: RunReceipt) -> None:
+    status = receipt.status.value
+    if receipt.status is ReceiptStatus.COMPLETED:
+        status = "recorded"
+    parts = [status, receipt.persona]
     if receipt.work_key:
         parts.append(receipt.work_key)
     if receipt.run_id:
@@ -332,7 +360,7 @@ def tick_cmd(
     at_text: str | None,
     as_json: bool,
 ) -> None:
-    """Record a schedule wake and run it under lease and budget checks."""
+    """Record a schedule wake whose work ran elsewhere (lease and budget checked; runs nothing)."""
     at = _at(at_text)
     with _runtime(manifest, state_url, state_dir) as rt:
         receipt = rt.tick(name, at=at, cost_usd=cost_usd, tokens=tokens, hold=hold, error=error)
