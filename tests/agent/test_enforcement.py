@@ -17,6 +17,7 @@ from charter.agent import (
 )
 from charter.policy import (
     AgentScope,
+    Policy,
     ScopeViolation,
     ToolCall,
     current_stack,
@@ -294,6 +295,46 @@ def test_scoped_executor_reject_and_raise(rec: Recorder) -> None:
             ),
         )
     assert current_stack() == ()
+
+
+def test_scoped_executor_middleware_form(rec: Recorder) -> None:
+    """Seed form: ``tool_caller=with_scoped_executor({...})`` (a policy dict or Policy)."""
+    tools = [rec.tool("look"), rec.tool("edit_file", "workspace_write")]
+    for scope in ({"tools": ["look"]}, Policy.from_dict({"tools": ["look"]}), None):
+        rec.calls.clear()
+        kwargs = {"allowed_tools": ["look"]} if scope is None else {}
+        result = agent_loop(
+            "x",
+            provider=MockProvider([tc("edit_file"), tc("look"), "done"]),
+            tools=tools,
+            tool_caller=with_scoped_executor(scope, **kwargs),
+        )
+        # hostile: the handler never ran; allowed twin: it did
+        assert rec.names() == ["look"]
+        assert result.trace["events"][0]["status"] == "scope_violation"
+        assert '"audit"' in _tool_messages(result)[1]
+
+
+def test_scoped_executor_wrong_arguments_are_type_errors(rec: Recorder) -> None:
+    with pytest.raises(TypeError, match=r"expected an executor \(callable\) or a policy"):
+        with_scoped_executor(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="policy must be a Policy or dict"):
+        with_scoped_executor(lambda call: call, ["look"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not a second positional policy"):
+        with_scoped_executor({"tools": ["look"]}, {"tools": []})
+    with pytest.raises(TypeError, match="call it with the executor to wrap"):
+        with_scoped_executor({"tools": ["look"]})({"tools": []})
+    # the old mistake: a scoped executor passed where middleware goes
+    scoped = with_scoped_executor(lambda call: call, allowed_tools=["look"])
+    with pytest.raises(TypeError, match="expected a ToolCall, got callable") as err:
+        agent_loop(
+            "x",
+            provider=MockProvider([tc("look"), "done"]),
+            tools=[rec.tool("look")],
+            tool_caller=scoped,
+        )
+    assert "has_subjects" not in str(err.value)
+    assert rec.names() == []
 
 
 # -- @persona / @step ------------------------------------------------------------------------

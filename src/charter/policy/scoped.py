@@ -84,8 +84,24 @@ def scoped_policy(
     return result
 
 
+def _check_call(call: object) -> None:
+    # A scoped executor handed to ``tool_caller`` directly receives the inner executor, not
+    # a call: say so instead of failing deep inside the policy with an AttributeError.
+    if not isinstance(call, ToolCall):
+        raise TypeError(
+            f"scoped executor: expected a ToolCall, got {_describe(call)}; to use "
+            "with_scoped_executor as tool_caller middleware pass a policy or options, e.g. "
+            "tool_caller=with_scoped_executor({'tools': [...]}) or "
+            "tool_caller=lambda ex: with_scoped_executor(ex, ...)"
+        )
+
+
+def _describe(value: object) -> str:
+    return type(value).__name__ if not callable(value) else f"callable {value!r}"
+
+
 def with_scoped_executor(
-    executor: Callable[[ToolCall], R],
+    executor: Callable[[ToolCall], R] | Policy | Mapping[str, Any] | None = None,
     policy: Policy | Mapping[str, Any] | None = None,
     *,
     stage: str | None = None,
@@ -93,8 +109,14 @@ def with_scoped_executor(
     side_effect_level: str | SideEffectLevel | None = None,
     on_violation: str = "reject",
     label: str | None = None,
-) -> Callable[[ToolCall], Any]:
+) -> Callable[..., Any]:
     """Wrap ``executor`` so each dispatch runs under a scope intersected with the ambient stack.
+
+    Two forms. ``with_scoped_executor(executor, policy, ...)`` returns the scoped
+    executor. ``with_scoped_executor(policy_or_options, ...)`` (a :class:`Policy`, a
+    policy dict, or nothing but keywords) returns the middleware itself, so
+    ``agent_loop(..., tool_caller=with_scoped_executor({"tools": ["look"]}))`` works
+    as the seed writes it. Anything else is a :class:`TypeError` naming what was given.
 
     The scope is ``policy`` narrowed by ``allowed_tools`` and ``side_effect_level``. A
     denied call never reaches ``executor``: it returns the ``scope_violation`` receipt
@@ -104,6 +126,37 @@ def with_scoped_executor(
     """
     if on_violation not in ("reject", "raise"):
         raise ValueError(f"on_violation: expected 'reject' or 'raise', got {on_violation!r}")
+    if executor is None or isinstance(executor, (Policy, Mapping)):
+        if policy is not None:
+            raise TypeError(
+                "with_scoped_executor: middleware form takes one policy (a Policy or dict) "
+                "as its first argument, not a second positional policy"
+            )
+        # Validate the scope now, so a bad policy fails where it is written, not at dispatch.
+        scope = scoped_policy(
+            executor, allowed_tools=allowed_tools, side_effect_level=side_effect_level
+        )
+
+        def middleware(inner: Callable[[ToolCall], Any]) -> Callable[[ToolCall], Any]:
+            if not callable(inner) or isinstance(inner, (Policy, Mapping)):
+                raise TypeError(
+                    "with_scoped_executor(policy) is tool-caller middleware: call it with "
+                    f"the executor to wrap, got {_describe(inner)}"
+                )
+            return with_scoped_executor(
+                inner, scope, stage=stage, on_violation=on_violation, label=label
+            )
+
+        return middleware
+    if not callable(executor):
+        raise TypeError(
+            "with_scoped_executor: expected an executor (callable) or a policy "
+            f"(Policy or dict) as the first argument, got {_describe(executor)}"
+        )
+    if policy is not None and not isinstance(policy, (Policy, Mapping)):
+        raise TypeError(
+            f"with_scoped_executor: policy must be a Policy or dict, got {_describe(policy)}"
+        )
     policy = scoped_policy(policy, allowed_tools=allowed_tools, side_effect_level=side_effect_level)
     frame_label = label or (f"stage:{stage}" if stage else "scoped-executor")
     kind = "stage" if stage else "scope"
@@ -118,6 +171,7 @@ def with_scoped_executor(
         async_exec: Callable[[ToolCall], Awaitable[Any]] = executor
 
         async def run_async(call: ToolCall) -> Any:
+            _check_call(call)
             with with_execution_policy(policy, label=frame_label, kind=kind, stage=stage):
                 decision = decide_current(call)
                 if not decision.allowed:
@@ -127,6 +181,7 @@ def with_scoped_executor(
         return run_async
 
     def run(call: ToolCall) -> Any:
+        _check_call(call)
         with with_execution_policy(policy, label=frame_label, kind=kind, stage=stage):
             decision = decide_current(call)
             if not decision.allowed:
