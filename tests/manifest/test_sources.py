@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -158,3 +159,70 @@ def test_handoff_to_folder_persona_is_known(project: Path) -> None:
     )
     folder(project / ".personas", "helper")
     assert load_manifest(cwd=project).ok
+
+
+STANDALONE = PERSONA.format(name="watcher").replace("[[personas]]\n", "")
+
+
+def test_standalone_file_with_every_persona_field(tmp_path: Path) -> None:
+    # top-level triggers/schedules/handoffs are persona fields here, not charter.toml tables
+    text = (
+        'triggers = ["github.pr_opened", "github.review_requested"]\n'
+        'schedules = ["0 9 * * 1-5"]\n'
+        'handoffs = ["human:maintainers"]\n' + STANDALONE
+    )
+    file = write(tmp_path / "watcher.toml", text)
+    manifest = load_manifest(file, include_global=False)
+    assert manifest.errors == ()
+    [persona] = manifest.personas
+    assert [str(t) for t in persona.triggers] == ["github.pr_opened", "github.review_requested"]
+    assert persona.schedules == ("0 9 * * 1-5",)
+
+
+def test_manifest_only_keys_still_make_a_manifest(tmp_path: Path) -> None:
+    file = write(tmp_path / "team.toml", PERSONA.format(name="a"))
+    assert load_manifest(file, include_global=False).names == ("a",)
+
+
+def test_json_persona_file(tmp_path: Path) -> None:
+    data = {
+        "name": "jsonic",
+        "description": "A persona written as JSON.",
+        "entry_workflow": "pkg.flows:run",
+        "tools": ["read"],
+        "triggers": ["github.pr_opened"],
+        "autonomy_tier": "suggest",
+        "receipt_policy": "required",
+    }
+    file = write(tmp_path / "jsonic.json", json.dumps(data))
+    manifest = load_manifest(file, include_global=False)
+    assert manifest.errors == ()
+    assert manifest.names == ("jsonic",)
+    assert manifest.personas[0].manifest_source == str(file)
+
+
+def test_json_persona_file_errors_name_line_and_shape(tmp_path: Path) -> None:
+    broken = write(tmp_path / "broken.json", '{\n  "name": "x",\n  "tools": [\n}')
+    [err] = load_manifest(broken, include_global=False).errors
+    assert err.message.startswith("invalid JSON") and err.line == 4
+    listed = write(tmp_path / "list.json", "[]")
+    [err] = load_manifest(listed, include_global=False).errors
+    assert "expected a JSON object" in err.message
+    typed = write(
+        tmp_path / "typed.json", json.dumps({**json.loads(STANDALONE_JSON), "tools": "x"})
+    )
+    errors = load_manifest(typed, include_global=False).errors
+    assert [(e.field_path, e.message) for e in errors] == [
+        ("tools", "expected a list of strings, got a string")
+    ]
+
+
+STANDALONE_JSON = json.dumps(
+    {
+        "name": "typed",
+        "description": "d",
+        "entry_workflow": "pkg.flows:run",
+        "autonomy_tier": "suggest",
+        "receipt_policy": "required",
+    }
+)

@@ -21,12 +21,15 @@ from .folders import FolderPersona, load_folder, persona_dirs
 from .model import HandoffRoute, Manifest, Persona, PersonaSource, TriggerSpec
 from .persona import BuildContext, build_persona
 from .routes import build_route, build_trigger
-from .source_text import parse_toml, read_text, with_positions
-from .spec import MANIFEST
+from .source_text import parse_json, parse_toml, read_text, with_positions
+from .spec import MANIFEST, PERSONA
 from .syntax import TARGET_FORMS
 
 #: Top-level keys that make a TOML file a manifest rather than a standalone persona file.
 _MANIFEST_KEYS = frozenset(MANIFEST.names)
+#: Of those, the keys a persona file cannot have (``triggers`` is both: a persona's trigger
+#: names, a manifest's ``[[triggers]]`` tables).
+_MANIFEST_ONLY = _MANIFEST_KEYS - frozenset(PERSONA.names)
 
 
 class _Run:
@@ -49,12 +52,19 @@ class _Run:
         return col
 
     def read_toml(self, file: Path) -> tuple[Collector, dict[str, Any] | None]:
+        """A TOML file's table, or a ``.json`` persona file's object (errors recorded)."""
         col = self.collector(file)
         text = read_text(file, col)
         if text is None:
             return col, None
-        self.texts[str(file)] = text
-        return col, parse_toml(text, col)
+        if file.suffix.lower() != ".json":
+            self.texts[str(file)] = text
+            return col, parse_toml(text, col)
+        data = parse_json(text, col)
+        if data is None or isinstance(data, dict):
+            return col, data
+        col.add("", f"expected a JSON object (one persona), got {type_name(data)}")
+        return col, None
 
     def declare(self, data: Any, col: Collector, path: str) -> bool:
         """Record a persona name; a second declaration of it is an error (returns False)."""
@@ -192,10 +202,18 @@ def _load_file(run: _Run, file: Path) -> None:
     col, data = run.read_toml(file)
     if data is None:
         return
-    if file.name == MANIFEST_NAME or _MANIFEST_KEYS & set(data):
+    if _is_manifest(file, data):
         _load_manifest_table(run, col, data, file)
     else:
         _build_standalone(run, col, data, file)
+
+
+def _is_manifest(file: Path, data: dict[str, Any]) -> bool:
+    """charter.toml, or a file with a manifest-only key; keys both kinds share (``triggers``)
+    make it a manifest only when it names no persona."""
+    if file.name == MANIFEST_NAME or _MANIFEST_ONLY & set(data):
+        return True
+    return "name" not in data and bool(_MANIFEST_KEYS & set(data))
 
 
 def _load_persona_file(run: _Run, file: Path) -> None:
