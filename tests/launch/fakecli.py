@@ -5,7 +5,8 @@ Installed under the names claude, codex, gemini and opencode. Environment:
 ``FAKE_CLI_CAPTURE`` the JSON file to write; ``FAKE_CLI_EXIT`` the exit status;
 ``FAKE_CLI_STDERR`` a line for stderr; ``FAKE_CLI_COUNT`` a file that gets one line per
 run; ``FAKE_CLI_SLEEP`` seconds to wait (signal and concurrency tests), after writing
-``FAKE_CLI_CAPTURE + ".ready"``.
+``FAKE_CLI_CAPTURE + ".ready"``; after the wait it writes what the instructions file
+holds then to ``FAKE_CLI_CAPTURE + ".end"``.
 """
 
 import json
@@ -59,4 +60,12 @@ if os.environ.get("FAKE_CLI_SLEEP"):
         with open(capture + ".ready", "w") as fh:
             fh.write(str(os.getpid()))
     time.sleep(float(os.environ["FAKE_CLI_SLEEP"]))
+    if capture:  # what the instructions file holds at the end of the run
+        try:
+            with open(target, encoding="utf-8") as fh:
+                at_end = fh.read()
+        except OSError:
+            at_end = None
+        with open(capture + ".end", "w", encoding="utf-8") as fh:
+            json.dump({"overlay": at_end}, fh)
 sys.exit(int(os.environ.get("FAKE_CLI_EXIT", "0")))

@@ -228,6 +228,115 @@ def test_two_swap_launches_in_one_directory_cannot_lose_the_original(
     assert (project / "CLAUDE.md").read_text() == "ORIGINAL\n"
 
 
+def _slot_files(env: dict[str, str]) -> list[str]:
+    from charter.launch.swap import state_dir
+
+    base = state_dir(env)
+    return sorted(n for n in os.listdir(base) if n != "guard.lock") if os.path.isdir(base) else []
+
+
+@needs_unshare
+@pytest.mark.parametrize("original", [True, False])
+def test_overlapping_unshare_launches_keep_their_overlay_until_the_last_ends(
+    project: Path, fakebin: Path, original: bool
+) -> None:
+    """The first launch's exit used to remove the placeholder under the second's mount."""
+    env, capture = _setup(project, fakebin, FAKE_CLI_SLEEP="60")
+    if original:
+        (project / "CLAUDE.md").write_text("ORIGINAL\n")
+    first = _start(project, env, "claude", "rev", "--run-mode", "unshare")
+    _wait_ready(capture, first)
+    capture2 = project.parent / "capture2.json"
+    second = _start(
+        project,
+        {**env, "FAKE_CLI_CAPTURE": str(capture2), "FAKE_CLI_SLEEP": "3"},
+        "claude",
+        "rev",
+        "--run-mode",
+        "unshare",
+    )
+    assert _wait_ready(capture2, second)["overlay"] == "I am rev in claude.\n"
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=30)
+    # the first one is gone; the placeholder (or the original) stays for the second
+    assert (project / "CLAUDE.md").exists()
+    # a swap launch is refused while an unshare launch holds the target
+    swap = charter(
+        "launch",
+        "claude",
+        "rev",
+        "--run-mode",
+        "swap",
+        cwd=project,
+        env={**env, "FAKE_CLI_SLEEP": "0"},
+    )
+    assert swap.returncode == 75 and "is using" in swap.stderr, swap.stderr
+    _out, err = second.communicate(timeout=30)
+    assert second.returncode == 0, err
+    end = json.loads(Path(str(capture2) + ".end").read_text())
+    assert end["overlay"] == "I am rev in claude.\n"  # the bind mount survived
+    if original:
+        assert (project / "CLAUDE.md").read_text() == "ORIGINAL\n"
+    else:
+        assert not (project / "CLAUDE.md").exists()
+    assert _slot_files(env) == []  # no lock file, journal or backup left
+
+
+@needs_unshare
+def test_unshare_is_refused_while_a_swap_launch_holds_the_target(
+    project: Path, fakebin: Path
+) -> None:
+    env, capture = _setup(project, fakebin, FAKE_CLI_SLEEP="60")
+    (project / "CLAUDE.md").write_text("ORIGINAL\n")
+    first = _start(project, env, "claude", "rev", "--run-mode", "swap")
+    _wait_ready(capture, first)
+    out = charter(
+        "launch",
+        "claude",
+        "rev",
+        "--run-mode",
+        "unshare",
+        cwd=project,
+        env={**env, "FAKE_CLI_SLEEP": "0"},
+    )
+    assert out.returncode == 75 and "swap-mode charter launch is using" in out.stderr
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=30)
+    assert (project / "CLAUDE.md").read_text() == "ORIGINAL\n"
+    assert _slot_files(env) == []
+
+
+@pytest.mark.parametrize("mode", ["swap", pytest.param("unshare", marks=needs_unshare)])
+def test_any_launch_restores_what_a_killed_swap_launch_left(
+    project: Path, fakebin: Path, mode: str
+) -> None:
+    env, capture = _setup(project, fakebin, FAKE_CLI_SLEEP="60")
+    (project / "CLAUDE.md").write_text("ORIGINAL\n")
+    proc = _start(project, env, "claude", "rev", "--run-mode", "swap")
+    rec = _wait_ready(capture, proc)
+    proc.kill()
+    proc.wait(timeout=30)
+    os.kill(rec["pid"], signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert (project / "CLAUDE.md").read_text() == "I am rev in claude.\n"
+    assert _slot_files(env) != []
+    capture2 = project.parent / "capture2.json"
+    out = charter(
+        "launch",
+        "claude",
+        "rev",
+        "--run-mode",
+        mode,
+        cwd=project,
+        env={**env, "FAKE_CLI_SLEEP": "0", "FAKE_CLI_CAPTURE": str(capture2)},
+    )
+    assert out.returncode == 0, out.stderr
+    assert "left swapped by a launch that died" in out.stderr
+    assert _record(capture2)["overlay"] == "I am rev in claude.\n"
+    assert (project / "CLAUDE.md").read_text() == "ORIGINAL\n"
+    assert _slot_files(env) == []  # the stale lock file went too
+
+
 @pytest.mark.parametrize("original", [True, False])
 def test_crash_then_recover(project: Path, fakebin: Path, original: bool) -> None:
     env, capture = _setup(project, fakebin, FAKE_CLI_SLEEP="60")

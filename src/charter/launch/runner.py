@@ -214,11 +214,11 @@ def execute(job: Job) -> int:
             )
             job.run_mode = "swap"
             job.env["AGENT_PERSONA_RUN_MODE"] = "swap"
-        if job.run_mode == "unshare":
-            with placeholder(job.target, env=job.base_env):
-                argv = namespace_argv(overlay_path, job.target, job.argv)
-                return _run_child(argv, job)
         try:
+            if job.run_mode == "unshare":
+                with placeholder(job.target, env=job.base_env):
+                    argv = namespace_argv(overlay_path, job.target, job.argv)
+                    return _run_child(argv, job)
             with swapped(job.target, job.overlay_text, env=job.base_env):
                 return _run_child(job.argv, job)
         except SwapBusy as exc:

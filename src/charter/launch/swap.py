@@ -1,15 +1,21 @@
 """Swap mode: put the composed overlay in place of the real file, and always put it back.
 
 The original is backed up outside the repository (``$XDG_STATE_HOME/charter/swap``, else
-``~/.local/state/charter/swap``) with a journal, under an exclusive lock per target, so two
-launches in one directory cannot lose the original: the second one is refused while the
-first holds the lock. After a crash (the lock is gone, the journal is not),
-:func:`recover` restores the original, or removes the overlay when there was none.
-Unshare mode uses the same journal for the empty placeholder it may have to create.
+``~/.local/state/charter/swap``) with a journal. One lock protocol per target covers both
+run modes: a swap launch holds the target's lock file exclusively, every unshare launch
+holds it shared (so the empty placeholder a bind mount needs is reference-counted: the
+last unshare launch to leave removes it, and a swap launch is refused while any unshare
+launch runs, and the other way round). Taking, converting and dropping these locks, and
+deleting the lock file, happen under one short global guard lock, so a lock file can be
+removed by the last holder without racing a newcomer (no stale lock files pile up).
+After a crash (the lock is free, the journal is not) the next launch of either mode
+restores the original first (or removes the overlay when there was none), as does
+:func:`recover`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -67,14 +73,56 @@ def _slot(target: str, env: Mapping[str, str] | None) -> Slot:
     return Slot(directory, _key(target))
 
 
-def _try_lock(path: str) -> IO[str] | None:
+def _try_lock(path: str, mode: int = fcntl.LOCK_EX) -> IO[str] | None:
     fh = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the whole run
     try:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fh.fileno(), mode | fcntl.LOCK_NB)
     except OSError:
         fh.close()
         return None
     return fh
+
+
+@contextmanager
+def _guard(slot: Slot) -> Iterator[None]:
+    """The global guard: brief, blocking; every lock-file open/convert/unlink happens in it."""
+    with open(os.path.join(slot.directory, "guard.lock"), "a+", encoding="utf-8") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        yield
+
+
+def _undo_crashed(slot: Slot, target: str) -> None:
+    """Undo what a launch that died (kill -9) left; refuse with the recover hint if we can't."""
+    try:
+        journal = _restore(slot)
+    except (OSError, ValueError, KeyError) as exc:
+        raise SwapBusy(
+            f"{target} was left swapped by a launch that died and could not be restored "
+            f"({exc}); run `charter recover {os.path.dirname(target)}`"
+        ) from None
+    if journal is not None and journal.get("kind", "swap") == "swap":
+        import sys
+
+        print(
+            f"charter: restored {journal.get('target')} left swapped by a launch that died "
+            f"(pid {journal.get('pid')})",
+            file=sys.stderr,
+        )
+
+
+def _release(slot: Slot, lock: IO[str]) -> None:
+    """Drop ``lock``; the last holder undoes the journal and deletes the lock file."""
+    with _guard(slot):
+        lock.close()
+        last = _try_lock(slot.lock)
+        if last is None:
+            return  # other unshare launches still use the placeholder
+        try:
+            _restore(slot)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(slot.lock)
+        finally:
+            last.close()
 
 
 def _write_json(path: str, data: dict[str, Any]) -> None:
@@ -138,77 +186,84 @@ def swapped(
 ) -> Iterator[Slot]:
     """Within the block, ``target`` holds ``text``; afterwards the original is back."""
     slot = _slot(target, env)
-    lock = _try_lock(slot.lock)
-    if lock is None:
-        raise SwapBusy(
-            f"another charter launch is using {target} in swap mode; wait for it to end "
-            "(or use --run-mode unshare)"
-        )
-    try:
-        _restore(slot)  # a crashed earlier launch left a journal: undo it first
-        existed = os.path.lexists(target)
-        if existed:
-            shutil.copy2(target, slot.backup, follow_symlinks=False)
-        data = text.encode("utf-8")
-        _write_json(
-            slot.journal,
-            {
-                "kind": "swap",
-                "target": os.path.abspath(target),
-                "existed": existed,
-                "backup": slot.backup if existed else None,
-                "written": _hash(data),
-                "pid": pid or os.getpid(),
-                "started": time.time(),
-            },
-        )
-        tmp = target + f".charter-{os.getpid()}"
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, target)
+    with _guard(slot):
+        lock = _try_lock(slot.lock)
+        if lock is None:
+            raise SwapBusy(
+                f"another charter launch is using {target} (swap or unshare mode); wait for "
+                "it to end"
+            )
         try:
-            yield slot
-        finally:
+            _undo_crashed(slot, target)  # a crashed earlier launch left a journal: undo it
+            existed = os.path.lexists(target)
+            if existed:
+                shutil.copy2(target, slot.backup, follow_symlinks=False)
+            data = text.encode("utf-8")
+            _write_json(
+                slot.journal,
+                {
+                    "kind": "swap",
+                    "target": os.path.abspath(target),
+                    "existed": existed,
+                    "backup": slot.backup if existed else None,
+                    "written": _hash(data),
+                    "pid": pid or os.getpid(),
+                    "started": time.time(),
+                },
+            )
+            tmp = target + f".charter-{os.getpid()}"
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, target)
+        except BaseException:
             _restore(slot)
+            lock.close()
+            raise
+    try:
+        yield slot
     finally:
-        lock.close()
+        _release(slot, lock)
 
 
 @contextmanager
 def placeholder(target: str, *, env: Mapping[str, str] | None = None) -> Iterator[bool]:
-    """Make sure ``target`` exists (a bind mount needs a file to cover); remove it after."""
-    if os.path.lexists(target):
-        yield False
-        return
+    """Hold ``target`` for an unshare launch; make sure it exists (a bind mount needs a file).
+
+    Shared with other unshare launches of the same target (the placeholder stays until
+    the last of them ends); refused with :class:`SwapBusy` while a swap launch holds it.
+    Yields whether this launch created the placeholder.
+    """
     slot = _slot(target, env)
-    lock = _try_lock(slot.lock)
+    created = False
+    with _guard(slot):
+        lock = _try_lock(slot.lock)  # exclusive: are we alone?
+        if lock is not None:
+            try:
+                _undo_crashed(slot, target)  # whatever a dead launch left behind
+                fcntl.flock(lock.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BaseException:
+                lock.close()
+                raise
+        else:
+            lock = _try_lock(slot.lock, fcntl.LOCK_SH)
+            if lock is None:
+                raise SwapBusy(f"a swap-mode charter launch is using {target}; wait for it to end")
+        if not os.path.lexists(target):
+            try:
+                _write_json(
+                    slot.journal,
+                    {"kind": "placeholder", "target": os.path.abspath(target), "pid": os.getpid()},
+                )
+                fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                os.close(fd)
+                created = True
+            except BaseException:
+                lock.close()
+                raise
     try:
-        if lock is not None:
-            _restore(slot)
-            _write_json(
-                slot.journal,
-                {"kind": "placeholder", "target": os.path.abspath(target), "pid": os.getpid()},
-            )
-        try:
-            fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            os.close(fd)
-            created = True
-        except FileExistsError:
-            created = False
-        try:
-            yield created
-        finally:
-            if lock is not None:
-                _restore(slot)
-            elif created:
-                try:
-                    if os.path.getsize(target) == 0:
-                        os.unlink(target)
-                except OSError:
-                    pass
+        yield created
     finally:
-        if lock is not None:
-            lock.close()
+        _release(slot, lock)
 
 
 def recover(
@@ -239,14 +294,17 @@ def recover(
             or os.path.realpath(target).startswith(root.rstrip("/") + "/")
         ):
             continue
-        lock = _try_lock(slot.lock)
-        if lock is None:
-            done.append({"target": target, "action": "skipped: a launch is still running"})
-            continue
-        try:
-            journal = _restore(slot)
-        finally:
-            lock.close()
+        with _guard(slot):
+            lock = _try_lock(slot.lock)
+            if lock is None:
+                done.append({"target": target, "action": "skipped: a launch is still running"})
+                continue
+            try:
+                journal = _restore(slot)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(slot.lock)
+            finally:
+                lock.close()
         if journal is None:
             continue
         if journal.get("kind") == "placeholder":
