@@ -413,8 +413,42 @@ def test_llm_transcript_dir(tmp_path: Path) -> None:
     agent_loop("x", provider=provider, llm_transcript_dir=str(tmp_path), session_id="abc")
     lines = (tmp_path / "llm_transcript.jsonl").read_text().splitlines()
     records = [json.loads(line) for line in lines]
-    assert [r["type"] for r in records] == ["request", "response"]
+    assert [r["type"] for r in records] == ["message", "response"]
     assert records[0]["session_id"] == "abc" and records[1]["text"] == "one"
+    assert records[0]["message"] == {"role": "user", "content": "x"}
+    assert records[1]["provider"] == "mock"
+
+
+def test_llm_transcript_writes_each_message_once(tmp_path: Path) -> None:
+    provider = MockProvider([tc("look"), tc("look"), "done"])
+    agent_loop(
+        "x", provider=provider, tools=[Recorder().tool("look")], llm_transcript_dir=str(tmp_path)
+    )
+    records = [json.loads(x) for x in (tmp_path / "llm_transcript.jsonl").read_text().splitlines()]
+    assert "request" not in {r["type"] for r in records}
+    replay = [r["message"] for r in records if r["type"] == "message"]
+    assert [r["index"] for r in records if r["type"] == "message"] == list(range(len(replay)))
+    # the replayed messages are exactly the last prompt the model saw
+    assert replay == provider.requests[-1].messages
+
+
+def test_llm_transcript_snapshot_when_history_rewritten(tmp_path: Path) -> None:
+    provider = MockProvider([tc("look"), "done"])
+
+    def last_only(ctx: dict[str, Any]) -> list[Any]:
+        return ctx["messages"][-1:]
+
+    agent_loop(
+        "x",
+        provider=provider,
+        tools=[Recorder().tool("look")],
+        context_callback=last_only,
+        llm_transcript_dir=str(tmp_path),
+    )
+    records = [json.loads(x) for x in (tmp_path / "llm_transcript.jsonl").read_text().splitlines()]
+    kinds = [r["type"] for r in records]
+    assert kinds == ["message", "response", "request", "response"]
+    assert records[2]["messages"] == provider.requests[1].messages
 
 
 def test_session_id_continues_conversation() -> None:

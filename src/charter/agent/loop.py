@@ -454,7 +454,7 @@ class _Run:
                 break
             response: LlmResponse = reply["value"]
             if self.sink:
-                self.sink.response(self.cfg.session_id, iteration, response)
+                self.sink.response(self.cfg.session_id, iteration, response, self.provider)
             self.stats.input_tokens += response.input_tokens
             self.stats.output_tokens += response.output_tokens
             text = response.text or ""
