@@ -40,6 +40,7 @@ from charter.runtime import (
     TriggerError,
     declares_trigger,
     format_time,
+    github_kind,
     normalize_trigger,
     open_event_log,
     parse_time,
@@ -106,15 +107,7 @@ def verify_signature(secret: str | None, body: bytes, header: str | None) -> boo
 
 def webhook_kind(provider: str, event: str | None, payload: Mapping[str, Any]) -> str | None:
     """The trigger kind of a webhook (GitHub's event header, refined by ``action``)."""
-    kind = event if provider == "github" else None
-    action = payload.get("action")
-    if kind and isinstance(action, str) and kind == "pull_request":
-        kind = f"pr_{action}"
-    elif kind and isinstance(action, str) and kind == "check_run":
-        check = payload.get("check_run")
-        conclusion = check.get("conclusion") if isinstance(check, dict) else None
-        kind = "check_failed" if conclusion == "failure" else f"check_{action}"
-    return kind
+    return github_kind(event, payload) if provider == "github" else None
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ from .triggers import (
     NormalizedTrigger,
     TriggerError,
     declares_trigger,
+    github_kind,
     normalize_trigger,
     parse_metadata,
 )
@@ -129,6 +130,7 @@ __all__ = [
     "adopt_handoff_policy",
     "check_budget",
     "declares_trigger",
+    "github_kind",
     "dispatch_handoff",
     "follow",
     "format_time",

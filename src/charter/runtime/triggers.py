@@ -34,12 +34,43 @@ _FAMILIES: dict[str, tuple[tuple[str, str], ...]] = {
         ("check_run", "check_run"),
         ("check_suite", "check_run"),
         ("check", "check_run"),
+        ("review", "pull_request"),
         ("issue", "issue"),
         ("push", "push"),
     ),
     "linear": (("issue", "issue"),),
     "slack": (("message", "message"), ("app_mention", "message")),
 }
+
+
+def github_kind(event: str | None, payload: Mapping[str, Any]) -> str | None:
+    """GitHub's event header and ``action`` -> the trigger kind personas declare.
+
+    ``pull_request``/``opened`` is ``pr_opened``, ``review_requested`` stays
+    ``review_requested``, a merged ``closed`` is ``pr_merged``, a failed check run or
+    suite is ``check_failed``, ``issues``/``opened`` is ``issue_opened``,
+    ``pull_request_review``/``submitted`` is ``review_submitted``.
+    """
+    if not event:
+        return None
+    action = payload.get("action")
+    action = action if isinstance(action, str) and action else None
+    if event == "pull_request":
+        if action == "review_requested":
+            return "review_requested"
+        if action == "closed" and _get(payload, "pull_request", "merged") is True:
+            return "pr_merged"
+        return f"pr_{action}" if action else "pull_request"
+    if event == "pull_request_review":
+        return f"review_{action}" if action else "review"
+    if event in ("check_run", "check_suite"):
+        if _get(payload, event, "conclusion") == "failure":
+            return "check_failed"
+        prefix = "check" if event == "check_run" else event
+        return f"{prefix}_{action}" if action else event
+    if event == "issues":
+        return f"issue_{action}" if action else "issue"
+    return event
 
 
 def trigger_family(provider: str, kind: str) -> str:
@@ -88,6 +119,11 @@ def metadata_from_payload(provider: str, payload: Mapping[str, Any]) -> dict[str
         if isinstance(payload.get("pull_request"), Mapping):
             found["number"] = _get(payload, "pull_request", "number") or payload.get("number")
             found["_kind"] = "pull_request"
+        elif isinstance(payload.get("check_suite"), Mapping):
+            found["check_run_id"] = _get(payload, "check_suite", "id")
+            found["head_sha"] = _get(payload, "check_suite", "head_sha")
+            found["conclusion"] = _get(payload, "check_suite", "conclusion")
+            found["_kind"] = "check_suite"
         elif isinstance(payload.get("check_run"), Mapping):
             found["check_run_id"] = _get(payload, "check_run", "id")
             found["head_sha"] = _get(payload, "check_run", "head_sha")
