@@ -175,6 +175,30 @@ def test_webhook_payload_and_undeclared_trigger(run, tmp_path: Path) -> None:  #
     assert forced["work_key"] == "linear:issue:ENG-1"
 
 
+def test_trigger_takes_the_envelopes_persona_run_takes(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    envelope = tmp_path / "envelope.json"
+    envelope.write_text(
+        json.dumps(
+            {
+                "provider": "github",
+                "kind": "check_failed",
+                "metadata": {"repository": "burin-labs/harn", "check_run_id": "17"},
+            }
+        )
+    )
+    receipt = run("trigger", "merge_captain", "--payload", str(envelope), "--at", AT)
+    assert receipt["work_key"] == "github:burin-labs/harn:check:17"
+    # a whole webhook body still needs to say where it came from
+    body = tmp_path / "body.json"
+    body.write_text(json.dumps({"action": "completed", "check_run": {"id": 3}}))
+    refused = run(
+        "trigger", "merge_captain", "--payload", str(body), "--at", AT, expect=2, json_out=False
+    )
+    assert "--provider" in refused.stderr and "Traceback" not in refused.output
+    bare = run("trigger", "merge_captain", "--at", AT, expect=2, json_out=False)
+    assert "--provider" in bare.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [

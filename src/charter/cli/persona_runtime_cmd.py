@@ -44,7 +44,7 @@ from charter.runtime.clock import utc_now
 from charter.runtime.supervision import follow as follow_feed
 from charter.runtime.supervision import tail as tail_feed
 
-from ._common import EXIT_BAD_INPUT, emit_json, fail, read_json_object
+from ._common import EXIT_BAD_INPUT, emit_json, fail
 
 if TYPE_CHECKING:
     from charter.manifest import Manifest
@@ -369,14 +369,15 @@ def tick_cmd(
 
 @click.command("trigger")
 @click.argument("name")
-@click.option("--provider", required=True, help="github, linear, slack, or any webhook source.")
+@click.option("--provider", default=None, help="github, linear, slack, or any webhook source.")
 @click.option("--kind", default=None, help="Event kind (pull_request, check_run, issue, ...).")
 @click.option("--metadata", "metadata", multiple=True, metavar="K=V", help="Trigger metadata.")
 @click.option(
     "--payload",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="A whole webhook JSON payload to normalise from ('-' for stdin).",
+    help="A trigger envelope {provider, kind, metadata, payload} or a whole webhook body "
+    "(then --provider), as `persona run --payload` takes ('-' for stdin).",
 )
 @click.option("--force", is_flag=True, help="Record a trigger the persona does not declare.")
 @_cost_options
@@ -384,7 +385,7 @@ def tick_cmd(
 @_common
 def trigger_cmd(
     name: str,
-    provider: str,
+    provider: str | None,
     kind: str | None,
     metadata: tuple[str, ...],
     payload: Path | None,
@@ -405,7 +406,18 @@ def trigger_cmd(
         meta = parse_metadata(metadata)
     except TriggerError as exc:
         _fail(str(exc), EXIT_BAD_INPUT)
-    body = read_json_object(payload, "--payload") if payload is not None else None
+    body = None
+    if payload is not None:
+        # the same envelopes and webhook bodies `persona run --payload` takes
+        from charter.cli.persona_run_cmd import load_trigger_file
+
+        provider, file_kind, file_meta, body = load_trigger_file(payload, provider)
+        kind = kind or file_kind
+        meta = {**file_meta, **meta}
+    if provider is None:
+        _fail(
+            "persona trigger needs --provider (or a --payload envelope naming one)", EXIT_BAD_INPUT
+        )
     with _runtime(manifest, state_url, state_dir) as rt:
         receipt = rt.trigger(
             name,
