@@ -12,7 +12,7 @@ import pytest
 
 from charter.run import RunOptions, run_persona
 
-from .conftest import envelope, events, kinds, persona_cli, persona_toml, run_json
+from .conftest import AT, envelope, events, kinds, persona_cli, persona_toml, run_json
 
 AGENT = {"agent": "Do the work.", "agent_tools": ["github", "read"]}
 
@@ -183,3 +183,19 @@ def test_fallback_model_on_provider_error(make_pack: Callable[..., Path], tmp_pa
     fallback = [r for r in data["receipts"] if r["kind"] == "persona.model.fallback"]
     assert fallback[0]["model"] == "m-small" and fallback[0]["fallback"] == "m-backup"
     assert data["budget"]["by_model"]["m-backup"]["calls"] == 1
+
+
+def test_provider_failure_is_a_failed_run(make_pack: Callable[..., Path], tmp_path: Path) -> None:
+    """Every model (primary and fallback) failing is a failed run with the provider's error,
+    exit 1 and ``last_error`` in status; it used to be ``completed``, exit 0."""
+    pack = make_pack()
+    failing = {"error": {"category": "auth", "message": "invalid api key"}}
+    llm = _script(tmp_path / "s.json", [failing, failing, failing, failing])
+    data = run_json(
+        pack, "actor", "--llm", llm, "--payload", str(envelope(tmp_path / "e.json", AGENT)),
+        code=1,
+    )  # fmt: skip
+    assert data["status"] == "failed"
+    assert "model provider" in data["error"] and "invalid api key" in data["error"]
+    status = json.loads(persona_cli(pack, "status", "actor", "--json", "--at", AT).stdout)
+    assert "invalid api key" in status["last_error"]

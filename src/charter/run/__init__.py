@@ -38,6 +38,7 @@ from .engine import (
 from .errors import (
     ApprovalError,
     ManifestInvalid,
+    ModelProviderFailed,
     PricingError,
     ReceiptError,
     RunError,
@@ -71,6 +72,7 @@ __all__ = [
     "RunKind",
     "RunOptions",
     "RunResult",
+    "ModelProviderFailed",
     "RunStopped",
     "Session",
     "TriggerEnvelope",

@@ -37,7 +37,7 @@ from charter.policy import make_context
 
 from .autonomy import AutonomyGate
 from .control import HandoffIntent, RunControl
-from .errors import RunStopped
+from .errors import ModelProviderFailed, RunStopped
 from .events import RunKind
 from .models import ModelRouter
 from .tiers import SHADOW, SUGGEST
@@ -206,8 +206,11 @@ class RunContext:
         """Run the agent loop with this run's model, budget, policy stack and tier.
 
         ``escalate`` asks for the escalation model (counted against
-        ``frontier_escalations``). ``mock`` is a script (path relative to the pack, or a
-        list of turns) used only when the run's provider is a bare ``mock``.
+        ``frontier_escalations``). Raises :class:`ModelProviderFailed` when the provider
+        failed after retries and fallbacks, so such a run ends ``failed`` with the
+        provider's error as ``last_error`` unless the workflow catches it. ``mock`` is a
+        script (path relative to the pack, or a list of turns) used only when the run's
+        provider is a bare ``mock``.
         """
         self._check_stop()
         provider = self._provider(mock)
@@ -232,6 +235,8 @@ class RunContext:
             ):
                 self._record_denied(event, None)
         self._check_stop()
+        if result.status == "provider_error":
+            raise ModelProviderFailed(result)
         return result
 
     def agent(self, prompt: str, **options: Any) -> AgentResult:

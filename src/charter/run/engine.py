@@ -40,7 +40,14 @@ from .autonomy import AutonomyGate, durable_wait
 from .budget import LiveBudget
 from .context import RunContext, TriggerEnvelope
 from .control import HandoffIntent, RunControl
-from .errors import PricingError, ReceiptError, RunError, RunStopped, WorkflowLoadError
+from .errors import (
+    ModelProviderFailed,
+    PricingError,
+    ReceiptError,
+    RunError,
+    RunStopped,
+    WorkflowLoadError,
+)
 from .events import RunKind
 from .loader import load_context_packs, load_workflow
 from .models import ModelRouter
@@ -328,7 +335,7 @@ def execute_admitted(
     except RunStopped as stopped:
         status = stopped.status
         error = str(stopped)
-    except (WorkflowLoadError, PricingError, ReceiptError) as exc:
+    except (WorkflowLoadError, PricingError, ReceiptError, ModelProviderFailed) as exc:
         status, error = "failed", str(exc)
     except Exception as exc:
         status = "failed"

@@ -29,6 +29,25 @@ class ApprovalError(RunError):
     """An approval cannot be resolved: unknown, already resolved, or its run is not live."""
 
 
+class ModelProviderFailed(RuntimeError):
+    """The model provider failed after retries and fallbacks (no key, unreachable, 401/429/5xx,
+    malformed reply): the agent call did not happen, so the run is failed, not completed.
+
+    A workflow may catch it to degrade on purpose; ``result`` is the agent loop's result.
+    """
+
+    def __init__(self, result: Any) -> None:
+        error = dict(getattr(result, "error", None) or {})
+        where = "/".join(str(error[k]) for k in ("category", "reason") if error.get(k))
+        super().__init__(
+            f"model provider {error.get('provider') or '?'} failed"
+            + (f" ({where})" if where else "")
+            + f": {error.get('message') or 'no detail'}"
+        )
+        self.result = result
+        self.error = error
+
+
 class RunStopped(BaseException):
     """Raised into a workflow when the run must stop (budget exhausted, receipts failing).
 
@@ -44,6 +63,7 @@ class RunStopped(BaseException):
 __all__ = [
     "ApprovalError",
     "ManifestInvalid",
+    "ModelProviderFailed",
     "PricingError",
     "ReceiptError",
     "RunError",
