@@ -225,6 +225,21 @@ def test_gemini_refuses_denied_commands_and_paths(repo: Path) -> None:
     assert "TOPSECRET" not in " ".join(r.results)
 
 
+def test_gemini_bare_and_glob_path_denies_hold_and_spare_other_files(repo: Path) -> None:
+    # Issue 19: a bare name once became a pattern that denied every absolute path (and
+    # gemini silently drops an argsPattern its ReDoS check dislikes).
+    (repo / "src" / "creds.txt").write_text("TOPSECRET\n")
+    (repo / "k.pem").write_text("TOPSECRET\n")
+    (repo / "src" / "ok.txt").write_text("PLAIN\n")
+    policy = {"paths": {"deny": ["creds.txt", "*.pem", "./secrets/*.txt"]}}
+    for path in ("PROJ/src/creds.txt", "k.pem", "secrets/x.txt"):
+        denied = run("gemini", repo, policy, call=("read_file", {"file_path": path}))
+        assert denied.results and "denied by policy" in denied.results[0], path
+        assert "TOPSECRET" not in " ".join(denied.results)
+    allowed = run("gemini", repo, policy, call=("read_file", {"file_path": "PROJ/src/ok.txt"}))
+    assert allowed.results and "PLAIN" in allowed.results[0]
+
+
 def test_gemini_strict_mode(repo: Path) -> None:
     ok = run("gemini", repo, {"tools": {"allow": ["read", "glob"]}}, strict=True)
     assert sorted(ok.tools) == ["glob", "read_file"]

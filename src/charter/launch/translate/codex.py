@@ -23,9 +23,11 @@ from .common import (
     Translation,
     abs_pattern,
     allow_groups_literal,
+    is_bare_name,
     literal_denied_servers,
     network_closed,
     path_rules,
+    root_path,
     server_allowed,
     show_rules,
     split_tools,
@@ -141,9 +143,8 @@ def translate(ctx: Context) -> Translation:
         missing: list[str] = []
         broad = False
         for pat in literal:
-            path = abs_pattern(pat, ctx)
-            root = path.split("*", 1)[0].rstrip("/") or "/"
-            broad = broad or "*" in path
+            root = root_path(pat, ctx)
+            broad = broad or (not is_bare_name(pat) and "*" in abs_pattern(pat, ctx))
             if os.path.isdir(root):
                 roots.append(root)
             else:
@@ -159,6 +160,11 @@ def translate(ctx: Context) -> Translation:
             notes.append(f"skipped roots that do not exist (codex fails on them): {missing}")
         if not cwd_ok:
             notes.append("the working directory always stays writable in codex")
+        if "/" in roots:
+            notes.append("a writable root of / makes the whole filesystem writable")
+        bare = [pat for pat in literal if is_bare_name(pat)]
+        if bare:
+            notes.append(f"bare names taken relative to the workspace: {bare}")
         t.add(
             "paths.write.allow",
             show_rules(write, "allow"),

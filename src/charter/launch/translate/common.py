@@ -10,6 +10,7 @@ made to enforce that, and how strongly it does.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -217,6 +218,66 @@ def abs_pattern(pattern: str, ctx: Context) -> str:
     if not rest:
         return prefix
     return (prefix.rstrip("/") + "/" + rest) if prefix != "/" else "/" + rest
+
+
+def root_path(pattern: str, ctx: Context) -> str:
+    """The directory a CLI that only knows roots (codex's writable roots) gets for a pattern.
+
+    A bare name (``src``) matches at any depth in charter's policy; a root cannot, so it is
+    taken relative to the workspace (agent-persona's reading, and narrower: fail closed).
+    A glob keeps its literal prefix; never ``/`` unless the pattern itself is ``*``/``/``.
+    """
+    if is_bare_name(pattern):
+        path = os.path.join(ctx.workspace, pattern.strip().rstrip("/"))
+    else:
+        path = abs_pattern(pattern, ctx)
+    return path.split("*", 1)[0].split("?", 1)[0].split("[", 1)[0].rstrip("/") or "/"
+
+
+def _glob_regex(glob: str) -> str:
+    """A regex for a path glob inside a JSON string value (no ``"`` crossed).
+
+    Optional parts are written ``(?:x|)``, never ``(?:x)?``: gemini drops (with only a
+    warning) every argsPattern its ReDoS check ``/\\([^)]*[*+?{].*\\)[*+?{]/`` flags, and
+    ``(?:`` itself contains the ``?`` that check looks for.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append(r'(?:[^"]*/|)')
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(r'[^"]*')
+            i += 2
+        elif glob[i] == "*":
+            out.append(r'[^/"]*')
+            i += 1
+        elif glob[i] == "?":
+            out.append(r'[^/"]')
+            i += 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return "".join(out)
+
+
+def path_value_regex(pattern: str, ctx: Context) -> str:
+    """A regex matching a path string value, absolute or relative to the workspace (with or
+    without ``./``), that is at or below ``pattern``; callers anchor it between ``"`` and
+    ``(?:/|")``. Built from the same canonical form as every other CLI's path syntax.
+    """
+    path = abs_pattern(pattern, ctx)
+    if path.startswith("/**/") or path == "/**":
+        # Any depth: the same text matches absolute and relative spellings.
+        return r"(?:\./|)" + _glob_regex(path[1:])
+    alts = [_glob_regex(path)]
+    for ws in dict.fromkeys((ctx.workspace.rstrip("/"), os.path.realpath(ctx.workspace))):
+        if path == ws:
+            alts.append(r'(?!/)[^"]*')  # every relative path is inside the workspace
+        elif path.startswith(ws + "/"):
+            alts.append(r"(?:\./|)" + _glob_regex(path[len(ws) + 1 :]))
+    return "(?:" + "|".join(dict.fromkeys(alts)) + ")"
 
 
 def is_bare_name(pattern: str) -> bool:

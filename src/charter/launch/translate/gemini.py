@@ -21,10 +21,10 @@ from .common import (
     STRONG,
     Context,
     Translation,
-    abs_pattern,
     allow_groups_literal,
     literal_denied_servers,
     path_rules,
+    path_value_regex,
     server_allowed,
     show_rules,
     split_tools,
@@ -138,15 +138,10 @@ def translate(ctx: Context) -> Translation:
         if pr.deny:
             patterns = []
             for pat in pr.deny:
-                path = abs_pattern(pat, ctx).split("*", 1)[0].rstrip("/")
-                rel = (
-                    os.path.relpath(path, ctx.workspace) if path.startswith(ctx.workspace) else None
-                )
-                alts = [re.escape(path)] + ([re.escape(rel)] if rel and rel != "." else [])
                 patterns.append(
-                    r'"(?:file_path|dir_path|path|absolute_path)"\s*:\s*"(?:'
-                    + "|".join(alts)
-                    + r')(?:/|")'
+                    r'"(?:file_path|dir_path|path|absolute_path)"\s*:\s*"'
+                    + path_value_regex(pat, ctx)
+                    + r'(?:/|")'
                 )
             if tools:
                 for pattern in patterns:
