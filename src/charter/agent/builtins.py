@@ -16,7 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from charter.policy import BUILTIN_TOOLS, ToolCall, decide_current, make_context
+from charter.policy import (
+    BUILTIN_TOOLS,
+    PathContext,
+    ToolCall,
+    decide_current,
+    make_context,
+    resolve_target,
+)
 from charter.sandbox import run_command, shell_argv
 
 from .tools import Tool
@@ -25,9 +32,23 @@ _MAX_READ = 200_000
 _MAX_MATCHES = 200
 
 
-def _resolve(workspace: str, path: str) -> Path:
-    p = Path(os.path.expanduser(path))
-    return p if p.is_absolute() else Path(workspace) / p
+def _resolve(ctx: PathContext, path: str) -> Path:
+    # The policy's own resolver: the handler opens exactly the file the policy decided on.
+    return Path(resolve_target(path, ctx))
+
+
+def _read_text(target: Path, errors: str = "strict") -> str:
+    # O_NOFOLLOW: a symlink planted after the decision is refused, not followed.
+    fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "r", encoding="utf-8", errors=errors) as handle:
+        return handle.read()
+
+
+def _write_text(target: Path, text: str) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(target, flags, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def _relative_pattern(pattern: str) -> None:
@@ -49,35 +70,39 @@ def builtin_tools(
 
     def read(path: str, offset: int = 0, limit: int | None = None) -> str:
         """Read a UTF-8 text file (optionally a line range)."""
-        lines = _resolve(ws, path).read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = _read_text(_resolve(ctx, path), errors="replace").splitlines()
         chosen = lines[offset : offset + limit if limit else None]
         return "\n".join(chosen)[:_MAX_READ]
 
     def write(path: str, content: str) -> dict[str, Any]:
         """Create or overwrite a file with ``content``."""
-        target = _resolve(ws, path)
+        target = _resolve(ctx, path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
+        _write_text(target, content)
         return {"status": "ok", "path": path, "bytes": len(content.encode("utf-8"))}
 
     def edit(path: str, old_string: str, new_string: str, replace_all: bool = False) -> Any:
         """Replace ``old_string`` by ``new_string`` in a file (exactly once unless replace_all)."""
-        target = _resolve(ws, path)
-        text = target.read_text(encoding="utf-8")
+        target = _resolve(ctx, path)
+        text = _read_text(target)
         count = text.count(old_string)
         if count == 0:
             return {"status": "error", "error": "old_string not found"}
         if count > 1 and not replace_all:
             return {"status": "error", "error": f"old_string occurs {count} times; be specific"}
         text = text.replace(old_string, new_string, -1 if replace_all else 1)
-        target.write_text(text, encoding="utf-8")
+        _write_text(target, text)
         return {"status": "ok", "path": path, "replacements": count if replace_all else 1}
 
     def glob(pattern: str, path: str = ".") -> list[str]:
         """Files under ``path`` matching a glob ``pattern`` (``**`` recurses)."""
         _relative_pattern(pattern)
-        root = _resolve(ws, path)
-        out = sorted(os.path.relpath(p, ws) for p in root.glob(pattern) if p.is_file())
+        root = _resolve(ctx, path)
+        _refuse_denied_root(root, pattern)
+        # Listing is reading: a name is returned only when reading that file is allowed.
+        out = sorted(
+            os.path.relpath(p, ws) for p in root.glob(pattern) if p.is_file() and _readable(p)
+        )
         return out[:_MAX_MATCHES]
 
     def _readable(file: Path) -> bool:
@@ -85,12 +110,24 @@ def builtin_tools(
         call = ToolCall("read", {"path": str(file)}, BUILTIN_TOOLS["read"])
         return decide_current(call, context=ctx).allowed
 
+    def _refuse_denied_root(root: Path, pattern: str) -> None:
+        # A pattern whose literal prefix lies in a denied tree is refused outright.
+        literal: list[str] = []
+        for part in Path(pattern).parts:
+            if any(ch in part for ch in "*?["):
+                break
+            literal.append(part)
+        base = root.joinpath(*literal) if literal else root
+        if not _readable(base):
+            raise PermissionError(f"'{os.path.relpath(base, ws)}' lies in a denied tree")
+
     def grep(pattern: str, path: str = ".", include: str | None = None) -> list[str]:
         """Lines matching a regular expression, as ``file:line:text``."""
         regex = re.compile(pattern)
         if include:
             _relative_pattern(include)
-        root = _resolve(ws, path)
+        root = _resolve(ctx, path)
+        _refuse_denied_root(root, "")
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
         out: list[str] = []
         for file in files:

@@ -17,7 +17,13 @@ from .levels import LEVEL_NAMES, UNANNOTATED_LEVEL, SideEffectLevel
 from .loader import load_policy_file
 from .model import PathRules, Policy, Rules
 from .names import canonical_name
-from .paths import SENSITIVE_PATHS, PathContext, expand_pattern, make_context
+from .paths import (
+    SENSITIVE_PATHS,
+    PathContext,
+    expand_pattern,
+    make_context,
+    resolve_target,
+)
 from .scope import BASE_TOOLS, MEMORY_TOOLS, AgentScope
 from .scoped import ScopeViolation, scope_violation, scoped_policy, with_scoped_executor
 from .shell import CommandParseError, SimpleCommand, parse_command_line
@@ -68,6 +74,7 @@ __all__ = [
     "expand_pattern",
     "load_policy_file",
     "make_context",
+    "resolve_target",
     "parse_command_line",
     "render_effective",
     "scope_violation",

@@ -182,7 +182,11 @@ class _Subjects:
             out: list[tuple[str, str, str]] = []
             for arg, access in self.call.annotations.path_accesses():
                 for raw in _values(self.call.arguments, arg, "paths"):
-                    out.append((raw, resolve_target(raw, self.context), access))
+                    try:
+                        resolved = resolve_target(raw, self.context)
+                    except ValueError as exc:
+                        raise _Denied("paths", None, f"argument '{arg}': {exc}", None) from None
+                    out.append((raw, resolved, access))
             self._paths = out
         return self._paths
 

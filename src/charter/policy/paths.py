@@ -12,8 +12,10 @@ fail-closed direction in both cases.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
+import pwd
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -60,11 +62,28 @@ def make_context(workspace: str | None = None, home: str | None = None) -> PathC
     )
 
 
+class BadPathError(ValueError):
+    """A path argument that names no file (a NUL byte, for instance)."""
+
+
 def resolve_target(value: str, ctx: PathContext) -> str:
-    """Absolute, symlink-free form of a path argument."""
-    if value == "~" or value.startswith("~/"):
-        value = ctx.home + value[1:]
-    elif not os.path.isabs(value):
+    """Absolute, symlink-free form of a path argument: THE resolver.
+
+    The policy decides on this value and the built-in handlers open it, so both always
+    mean the same file. ``~`` and ``~/x`` are the context's home, ``~user/x`` that user's
+    home (an unknown user stays literal, as in bash); environment variables are never
+    expanded (by either side). Raises :class:`BadPathError` for a NUL byte.
+    """
+    if "\x00" in value:
+        raise BadPathError(f"path {value!r} contains a NUL byte")
+    if value.startswith("~"):
+        user, sep, rest = value[1:].partition("/")
+        if not user:
+            value = ctx.home + sep + rest
+        else:
+            with contextlib.suppress(KeyError):
+                value = pwd.getpwnam(user).pw_dir + sep + rest
+    if not os.path.isabs(value):
         value = os.path.join(ctx.workspace, value)
     return os.path.realpath(value)
 

@@ -94,9 +94,10 @@ def _parse_cached(line: str, depth: int) -> tuple[SimpleCommand, ...]:
     if root.has_error:
         raise CommandParseError("command line does not parse as shell")
     found: list[SimpleCommand] = []
+    extras = _redirect_extras(root)
     for node in _walk(root):
         if node.type == "command":
-            argv = _command_argv(node)
+            argv = _command_argv(node, extras.get(node.id, ()))
             if argv:
                 found.extend(_unwrap(argv, depth))
         elif node.type in ("heredoc_body", "heredoc_redirect") and depth == 0:
@@ -112,25 +113,46 @@ def _walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(current.children))
 
 
-def _command_argv(node: Node) -> tuple[Token, ...]:
+def _extra_words(redirect: Node) -> list[Node]:
+    if redirect.type != "file_redirect":
+        return []
+    return list(redirect.children_by_field_name("destination"))[1:]
+
+
+def _redirect_extras(root: Node) -> dict[int, list[Node]]:
+    """Words the grammar files under a redirect that the kernel sees as arguments.
+
+    ``cmd >f a b`` runs ``cmd a b``; tree-sitter-bash hangs ``a b`` on the redirect as
+    extra destinations, and for ``x && cmd >f a`` on a redirect of the whole list. They
+    belong to the rightmost command before the redirect (as bash binds them).
+    """
+    out: dict[int, list[Node]] = {}
+    for node in _walk(root):
+        if node.type != "redirected_statement":
+            continue
+        words = [w for r in node.children_by_field_name("redirect") for w in _extra_words(r)]
+        body = node.child_by_field_name("body")
+        if not words or body is None:
+            continue
+        last: Node | None = None
+        for inner in _walk(body):
+            if inner.type == "command" and (last is None or inner.end_byte > last.end_byte):
+                last = inner
+        if last is not None:
+            out.setdefault(last.id, []).extend(words)
+    return out
+
+
+def _command_argv(node: Node, extra: Sequence[Node] = ()) -> tuple[Token, ...]:
     name = node.child_by_field_name("name")
     if name is None:
         return ()
     argv: list[Token] = [_literal(name)]
     for arg in node.children_by_field_name("argument"):
         argv.append(_literal(arg))
-    # ``cmd >f a b`` runs ``cmd a b``: the grammar files ``a b`` under the redirect as
-    # extra destinations, the kernel sees them as arguments.
-    redirects = list(node.children_by_field_name("redirect"))
-    parent = node.parent
-    if parent is not None and parent.type == "redirected_statement":
-        body = parent.child_by_field_name("body")
-        if body is not None and body.id == node.id:
-            redirects.extend(parent.children_by_field_name("redirect"))
-    for redirect in redirects:
-        if redirect.type == "file_redirect":
-            extra = redirect.children_by_field_name("destination")[1:]
-            argv.extend(_literal(arg) for arg in extra)
+    for redirect in node.children_by_field_name("redirect"):
+        argv.extend(_literal(arg) for arg in _extra_words(redirect))
+    argv.extend(_literal(arg) for arg in extra)
     return tuple(argv)
 
 
