@@ -215,3 +215,31 @@ def test_global_manifest_reaches_which(tmp_path: Path) -> None:
     )
     assert code == 0, err
     assert "oncall_captain" in out
+
+
+def test_check_warns_about_route_rules_after_always(tmp_path: Path) -> None:
+    text = (
+        PERSONA.format(name="a")
+        + PERSONA.format(name="b")
+        + """
+[[handoff_routes]]
+id = "dead-tail"
+from = "a"
+route = [
+  { target = "b", when = "always" },
+  { target = "human:maintainers", when = "budget_exhausted" },
+]
+"""
+    )
+    file = write(tmp_path / "charter.toml", text)
+    code, out, err = run("persona", "check", str(file), "--json")
+    assert code == 0
+    [warning] = json.loads(out)["warnings"]
+    assert "'dead-tail'" in warning and "route[1]" in warning and "human:maintainers" in warning
+    code, _, err = run("persona", "check", str(file))
+    assert code == 0 and err.startswith("warning: handoff route 'dead-tail'")
+
+
+def test_template_pack_has_no_unreachable_route_rules() -> None:
+    code, out, _ = run("persona", "check", str(EXAMPLES), "--json")
+    assert code == 0 and json.loads(out)["warnings"] == []

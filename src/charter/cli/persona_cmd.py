@@ -212,6 +212,9 @@ def check_cmd(ctx: click.Context, path: str | None, as_json: bool) -> None:
         else:
             click.echo(f"error: {message}", err=True)
         sys.exit(EXIT_FAILED)
+    from charter.manifest.routes import unreachable_steps
+
+    warnings = unreachable_steps(manifest.handoff_routes)
     if as_json:
         emit_json(
             {
@@ -220,9 +223,12 @@ def check_cmd(ctx: click.Context, path: str | None, as_json: bool) -> None:
                 "personas": list(manifest.names),
                 "handoff_routes": [r.id for r in manifest.handoff_routes],
                 "triggers": [t.id for t in manifest.triggers],
+                "warnings": warnings,
             }
         )
         return
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
     n = len(manifest.personas)
     where = manifest.manifest_path or "persona folders"
     click.echo(f"ok: {n} persona{'s' if n != 1 else ''} in {where}: {', '.join(manifest.names)}")

@@ -70,6 +70,23 @@ def build_route(
     )
 
 
+def unreachable_steps(routes: Collection[HandoffRoute]) -> list[str]:
+    """Route steps that can never be chosen: the first step whose ``when`` holds is taken,
+    so everything after an unconditional ``always`` is dead."""
+    out: list[str] = []
+    for route in routes:
+        first_always = next((i for i, s in enumerate(route.route) if s.when == "always"), None)
+        if first_always is None:
+            continue
+        for j, step in enumerate(route.route[first_always + 1 :], start=first_always + 1):
+            out.append(
+                f"handoff route {route.id!r}: route[{j}] ({step.target.raw}, when = "
+                f"{step.when!r}) can never be chosen; route[{first_always}] before it is "
+                "unconditional (when = 'always'): put it last"
+            )
+    return out
+
+
 def build_trigger(
     data: Any, path: str, col: Collector, known: Collection[str]
 ) -> TriggerSpec | None:
