@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -243,6 +244,26 @@ def test_llm_caller_compose_retry_and_fallback() -> None:
     result = agent_loop("x", provider=flaky, llm_caller=caller)
     assert result.status == "done" and result.visible_text == "from backup"
     assert len(flaky.requests) == 3 and sleeps == [0.01, 0.02]
+
+
+def test_llm_retries_next_to_llm_caller_warn_and_still_retry() -> None:
+    provider = MockProvider([{"error": {"category": "server", "message": "boom"}}, "ok"])
+    with pytest.warns(DeprecationWarning, match="llm_retries/llm_backoff_ms are deprecated"):
+        result = agent_loop(
+            "x",
+            provider=provider,
+            llm_caller=default_llm_caller(provider),
+            llm_retries=1,
+            llm_backoff_ms=0,
+        )
+    assert result.status == "done" and result.visible_text == "ok"
+    assert len(provider.requests) == 2
+    # an llm_caller alone: no legacy retry wrapped around it, no warning
+    provider = MockProvider([{"error": {"category": "server", "message": "boom"}}, "ok"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = agent_loop("x", provider=provider, llm_caller=default_llm_caller(provider))
+    assert result.status == "provider_error" and len(provider.requests) == 1
 
 
 def test_with_retry_does_not_retry_client_errors() -> None:

@@ -10,6 +10,7 @@ import json
 import os
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -145,6 +146,18 @@ class _Config:
         except TypeError as exc:
             raise AgentOptionError("tools", str(exc)) from exc
         self.llm_caller: LlmCaller | None = o.get("llm_caller")
+        # Legacy retries given next to an llm_caller are honoured (wrapped around it), not
+        # dropped, and warned about: seed 001 deprecates them in favour of with_retry.
+        self.wrap_retries = self.llm_caller is None or o.get("llm_retries") is not None
+        if self.llm_caller is not None and (
+            o.get("llm_retries") is not None or o.get("llm_backoff_ms") is not None
+        ):
+            warnings.warn(
+                "agent_loop: llm_retries/llm_backoff_ms are deprecated; with llm_caller set, "
+                "compose the retry yourself: llm_caller=with_retry(max_attempts=K + 1)(caller)",
+                DeprecationWarning,
+                stacklevel=3,
+            )
         llm_options = dict(o.get("llm_options") or {})
         for key in ("tool_choice", "temperature", "max_tokens"):
             if o.get(key) is not None:
@@ -355,7 +368,7 @@ class _Run:
 
     async def call_llm(self, request: LlmRequest, iteration: int) -> dict[str, Any]:
         caller = self.cfg.llm_caller or default_llm_caller(self.provider)
-        if self.cfg.llm_caller is None and self.cfg.llm_retries:
+        if self.cfg.wrap_retries and self.cfg.llm_retries:
             from .callers import with_retry
 
             caller = with_retry(
