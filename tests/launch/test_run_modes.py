@@ -337,6 +337,30 @@ def test_any_launch_restores_what_a_killed_swap_launch_left(
     assert _slot_files(env) == []  # the stale lock file went too
 
 
+def test_the_overlay_goes_to_the_repository_root_not_the_subdirectory(
+    project: Path, fakebin: Path
+) -> None:
+    env, capture = _setup(project, fakebin, FAKE_CLI_SLEEP="60")
+    sub = project / "pkg" / "deep"
+    sub.mkdir(parents=True)
+    (project / "CLAUDE.md").write_text("ORIGINAL\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "charter", "launch", "claude", "rev", "--run-mode", "swap"],
+        cwd=sub,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    rec = _wait_ready(capture, proc)
+    assert rec["cwd"] == str(sub.resolve())
+    assert (project / "CLAUDE.md").read_text() == "I am rev in claude.\n"
+    assert not (sub / "CLAUDE.md").exists()
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=30)
+    assert (project / "CLAUDE.md").read_text() == "ORIGINAL\n"
+
+
 @pytest.mark.parametrize("original", [True, False])
 def test_crash_then_recover(project: Path, fakebin: Path, original: bool) -> None:
     env, capture = _setup(project, fakebin, FAKE_CLI_SLEEP="60")

@@ -11,8 +11,10 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from charter.manifest.discovery import find_repo_root
 from charter.policy import Policy
 
 from .argv import Layered, layer
@@ -239,7 +241,11 @@ def build_plan(opts: LaunchOptions) -> Plan:
         spec, defaults, opts.user_args, translation.args, filtering=enforcing, active=active
     )
     binary = shutil.which(spec.binary, path=env.get("PATH")) or spec.binary
-    target = os.path.join(workspace, spec.overlay_file)
+    # where every CLI reads it: they all walk up to the repository root (claude and gemini
+    # from the cwd up, codex and opencode from the root down), so the root's file is the
+    # one each of them loads; outside a repository, the working directory
+    root = find_repo_root(Path(workspace))
+    target = os.path.join(str(root) if root is not None else workspace, spec.overlay_file)
     plan_env = {
         "AGENT_PERSONA_NAME": persona.name,
         "AGENT_PERSONA_PATH": resolved.path,
