@@ -295,3 +295,20 @@ def test_tail_follow_prints_new_appends(tmp_path: Path, state_location: dict[str
     frames = [json.loads(line) for line in out.splitlines()]
     assert [f["event_id"] for f in frames] == [1, 2]
     assert frames[0]["update_kind"] == "persona.schedule.fired"
+
+
+def test_status_of_an_expired_unrecovered_lease(run) -> None:  # type: ignore[no-untyped-def]
+    """A held run whose lease expired (its process died) is not active and makes the
+    persona 'failed' before the next acquisition recovers it; it used to stay 'starting'
+    with the dead run under active_runs."""
+    held = run("tick", "review_captain", "--at", AT, "--hold")
+    assert held["status"] == "started"
+    live = run("status", "review_captain", "--at", AT)
+    assert live["lifecycle"] == "starting" and len(live["active_runs"]) == 1
+    later = run("status", "review_captain", "--at", "2026-04-25T12:30:00Z")
+    assert [lease["run_id"] for lease in later["expired_leases"]] == [held["run_id"]]
+    assert later["lifecycle"] == "failed" and later["active_runs"] == []
+    again = run("tick", "review_captain", "--at", "2026-04-25T12:31:00Z")
+    assert again["status"] == "completed"
+    after = run("status", "review_captain", "--at", "2026-04-25T12:32:00Z")
+    assert after["expired_leases"] == [] and after["lifecycle"] == "idle"

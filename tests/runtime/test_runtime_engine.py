@@ -129,7 +129,8 @@ def test_expired_lease_is_recorded_before_reacquisition(runtime: PersonaRuntime)
     held = pr(runtime, 7, hold=True)
     later = AT0 + T(seconds=301)
     assert runtime.status(M, now=later).to_dict()["leases"] == []
-    assert life(runtime, later) == "idle"
+    # unrecovered: the dead run is reported (seed: an expired run counts as failed)
+    assert life(runtime, later) == "failed"
     again = pr(runtime, 7, at=later)
     assert again.status is ReceiptStatus.COMPLETED
     tail = kinds(runtime, after=held.event_ids[-1])

@@ -36,13 +36,16 @@ def lifecycle(state: PersonaState, now: datetime) -> str:
         return "paused"
     if state.control == "draining":
         return "draining"
-    live = {lease["run_id"] for lease in live_leases(state, now)}
+    held = live_leases(state, now)
+    live = {lease["run_id"] for lease in held}
     phases = {run["phase"] for run_id, run in state.runs.items() if run_id in live}
     if "running" in phases:
         return "running"
     if "starting" in phases:
         return "starting"
-    if state.last_failed:
+    # An expired lease not yet recovered is a run that died (seed: the expired run counts
+    # as failed); status says so before the next acquisition appends persona.lease.expired.
+    if state.last_failed or len(held) < len(state.leases):
         return "failed"
     if not state.seen:
         return "inactive"
@@ -73,6 +76,7 @@ def render_status(state: PersonaState, spec: PersonaRuntimeSpec, now: datetime) 
     upcoming = next_scheduled_run(spec.schedules, now=now)
     leases = sorted(live_leases(state, now), key=lambda lease: lease["acquired_at"])
     stale = [lease for lease in state.leases.values() if lease not in leases]
+    stale_runs = {lease["run_id"] for lease in stale}
     data: dict[str, Any] = {
         "at": format_time(now),
         "last_run": state.last_run,
@@ -80,7 +84,12 @@ def render_status(state: PersonaState, spec: PersonaRuntimeSpec, now: datetime) 
         "schedules": list(spec.schedules),
         "leases": leases,
         "expired_leases": stale,
-        "active_runs": sorted(state.runs.values(), key=lambda run: run["started_at"]),
+        # Only runs still holding a live lease are active; a run whose lease expired is
+        # listed under expired_leases (its lease) until recovery records it as failed.
+        "active_runs": sorted(
+            (run for run_id, run in state.runs.items() if run_id not in stale_runs),
+            key=lambda run: run["started_at"],
+        ),
         "budget": {
             "limits": spec.budget.to_dict(),
             "spent": {
