@@ -51,6 +51,21 @@ def test_openai_chat_tool_call_roundtrip(rec: Recorder) -> None:
     assert msgs[3] == {"role": "tool", "tool_call_id": "call_a", "content": "ok"}
 
 
+def test_llm_options_reach_the_api_in_full() -> None:
+    opts = {"top_p": 0.5, "seed": 7, "temperature": 0.1}
+    with fake_server([chat("ok")]) as srv:
+        provider = get_provider("openai", base_url=srv.url + "/v1", api_key="k")
+        agent_loop("x", provider=provider, model="m", llm_options=opts)
+    body = srv.requests[0]["json"]
+    assert (body["top_p"], body["seed"], body["temperature"]) == (0.5, 7, 0.1)
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    with fake_server([anthropic_msg([{"type": "text", "text": "ok"}])]) as srv:
+        provider = get_provider("anthropic", base_url=srv.url, api_key="k")
+        agent_loop("x", provider=provider, llm_options={"top_p": 0.5, "thinking": thinking})
+    body = srv.requests[0]["json"]
+    assert body["top_p"] == 0.5 and body["thinking"] == thinking
+
+
 def test_openai_chat_streaming(rec: Recorder) -> None:
     def chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> Any:
         return {

@@ -103,6 +103,14 @@ class AnthropicProvider:
                 payload["tool_choice"] = {"type": choice}
         if "temperature" in request.options:
             payload["temperature"] = request.options["temperature"]
+        # The rest of llm_options (top_p, top_k, thinking, ...) reaches the API in full.
+        extra = {
+            k: v
+            for k, v in request.options.items()
+            if k not in payload and k not in ("tool_choice", "stream")
+        }
+        if extra:
+            payload["extra_body"] = extra
         return payload
 
     async def complete(self, request: LlmRequest) -> LlmResponse:

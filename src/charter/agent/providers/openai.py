@@ -108,6 +108,15 @@ class OpenAIProvider:
         for key in ("temperature", "max_tokens", "reasoning_effort"):
             if key in request.options:
                 payload[key] = request.options[key]
+        # Everything else in llm_options reaches the API in full (top_p, seed, stop, ...):
+        # extra_body merges it into the JSON body whatever this SDK version's signature is.
+        extra = {
+            k: v
+            for k, v in request.options.items()
+            if k not in payload and k not in ("tool_choice", "stream", "stream_options")
+        }
+        if extra:
+            payload["extra_body"] = extra
         return payload
 
     async def _chat(self, request: LlmRequest) -> LlmResponse:
