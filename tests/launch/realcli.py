@@ -46,6 +46,7 @@ def write_persona(
     *,
     tier: str = "act_auto",
     servers: tuple[str, ...] = (),
+    server_extra: dict[str, Any] | None = None,
 ) -> None:
     """Persona ``p``: charter.toml (operational contract, tier) + .personas/p (policy)."""
     (project / "charter.toml").write_text(
@@ -62,6 +63,8 @@ def write_persona(
         data["policy"] = policy
     if servers:
         data["mcpServers"] = mcp_servers(*servers)
+        for spec in data["mcpServers"].values():
+            spec.update(server_extra or {})
     (folder / "persona.json").write_text(json.dumps(data), encoding="utf-8")
 
 

@@ -44,9 +44,10 @@ def run(
     call: tuple[str, dict[str, Any]] | None = None,
     strict: bool = False,
     tier: str = "act_auto",
+    server_extra: dict[str, Any] | None = None,
 ) -> Result:
     _need(tool)
-    write_persona(repo, policy, tier=tier, servers=servers)
+    write_persona(repo, policy, tier=tier, servers=servers, server_extra=server_extra)
     scripted = None
     if call is not None:
         args = {
@@ -151,6 +152,13 @@ def test_codex_switches_and_mcp_filter(repo: Path) -> None:
     for gone in ("exec_command", "write_stdin", "web_search", "multi_agent_v1"):
         assert gone not in r.tools
     assert not any("beta" in t for t in r.tools)
+
+
+def test_codex_starts_with_non_string_mcp_env_values(repo: Path) -> None:
+    # Issue 19: persona.json env {"DEBUG": true, "N": 3} once reached codex as TOML
+    # booleans/numbers, and codex 0.169 refused to start.
+    r = run("codex", repo, None, servers=("alpha",), server_extra={"env": {"DEBUG": True, "N": 3}})
+    assert "mcp__alpha/alpha_echo" in r.tools
 
 
 def test_codex_denied_writes_make_the_sandbox_read_only(repo: Path) -> None:

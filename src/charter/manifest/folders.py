@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from charter.policy import Policy
 
@@ -118,14 +119,7 @@ def load_folder(folder: Path, origin: str, errors: list[Collector]) -> FolderPer
                 elif key == "defaults":
                     defaults = dict(value)
                 else:
-                    servers = dict(value)
-            if "mcpServers" in data and isinstance(data["mcpServers"], Mapping):
-                for server, spec in data["mcpServers"].items():
-                    if not isinstance(spec, Mapping):
-                        jcol.add(
-                            join("mcpServers", str(server)),
-                            f"expected an object, got {type_name(spec)}",
-                        )
+                    servers = _mcp_servers(value, jcol)
         if jcol:
             return None
     if col or agents_text is None:
@@ -151,3 +145,44 @@ def load_folder(folder: Path, origin: str, errors: list[Collector]) -> FolderPer
             "folder", str(folder), provides="instructions and policy", origin=origin
         ),
     )
+
+
+def _mcp_servers(value: Mapping[str, Any], col: Collector) -> dict[str, Any]:
+    """persona.json ``mcpServers`` as every CLI can take them.
+
+    ``env`` values become strings (``true`` -> ``"true"``, ``3`` -> ``"3"``): codex refuses
+    a TOML boolean or number there, and an environment only holds strings anyway. A server
+    with ``"enabled": false`` is left out, so no CLI gets it switched on.
+    """
+    servers: dict[str, Any] = {}
+    for server, spec in value.items():
+        where = join("mcpServers", str(server))
+        if not isinstance(spec, Mapping):
+            col.add(where, f"expected an object, got {type_name(spec)}")
+            continue
+        enabled = spec.get("enabled", True)
+        if not isinstance(enabled, bool):
+            col.add(join(where, "enabled"), f"expected true or false, got {type_name(enabled)}")
+            continue
+        if not enabled:
+            continue
+        entry = {k: v for k, v in spec.items() if k != "enabled"}
+        env = spec.get("env")
+        if env is not None:
+            if not isinstance(env, Mapping):
+                col.add(join(where, "env"), f"expected an object, got {type_name(env)}")
+                continue
+            fixed: dict[str, str] = {}
+            for key, val in env.items():
+                if isinstance(val, bool):
+                    fixed[str(key)] = "true" if val else "false"
+                elif isinstance(val, (str, int, float)):
+                    fixed[str(key)] = str(val)
+                else:
+                    col.add(
+                        join(join(where, "env"), str(key)),
+                        f"expected a string, number or boolean, got {type_name(val)}",
+                    )
+            entry["env"] = fixed
+        servers[str(server)] = entry
+    return servers

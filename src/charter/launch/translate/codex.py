@@ -79,6 +79,10 @@ def _user_servers(ctx: Context) -> list[str]:
     return [str(k) for k in servers] if isinstance(servers, dict) else []
 
 
+# persona.json (Claude-style) MCP keys -> codex config keys.
+_MCP_KEYS = {"bearerTokenEnvVar": "bearer_token_env_var"}
+
+
 def translate(ctx: Context) -> Translation:
     t = Translation()
     p = ctx.policy
@@ -252,7 +256,8 @@ def translate(ctx: Context) -> Translation:
                 dropped.append(name)
                 continue
             for key, value in spec.items():
-                if key in ("command", "args", "env", "url", "cwd"):
+                key = _MCP_KEYS.get(key, key)
+                if key in ("command", "args", "env", "url", "cwd", "bearer_token_env_var"):
                     mcp_args.append(f"--config=mcp_servers.{name}.{key}={_toml(value)}")
             t.mcp.append(name)
     # Only servers the user's config defines can be switched off (codex rejects a server
