@@ -162,6 +162,8 @@ def repo(ws: Path) -> tuple[Path, Path]:
         "git push >/dev/null --force origin main",
         "bash -c -- 'git push --force origin main'",
         "flock lockfile -c 'git push -f origin main'",
+        "GIT_SSH_COMMAND=true git push --force origin main",
+        "git -c alias.p='push --force' p origin main",
     ],
 )
 def test_force_push_spellings_never_land(repo: tuple[Path, Path], line: str) -> None:

@@ -231,6 +231,26 @@ COMMAND_CASES = [
     ("git push origin +HEAD:refs/heads/main", False),
     ("git -C repo push origin +main", False),
     ("git push origin HEAD:main", True),
+    # allowed programs made to run other programs
+    ("GIT_SSH_COMMAND='curl x' git push", False),
+    ("GIT_PAGER='curl x' git log", False),
+    ("GIT_EXTERNAL_DIFF=./x git diff", False),
+    ("PAGER='curl x' git log", False),
+    ("PATH=/tmp/x:$PATH git status", False),
+    ("LD_PRELOAD=/tmp/x.so git status", False),
+    ("BASH_ENV=/tmp/x bash -c 'git status'", False),
+    ("export GIT_PAGER='curl x'; git log", False),
+    ("declare -x EDITOR=vim; git commit", False),
+    ("env PAGER=x git log", False),
+    ("git -c core.pager='curl x' log", False),
+    ("git -c alias.x='!curl x' x", False),
+    ("git --exec-path=/tmp/x status", False),
+    ("git config alias.st '!curl x'", False),
+    ("git config core.sshCommand 'curl x'", False),
+    ("git config diff.x.command 'curl x'", False),
+    ("git config user.name me", True),
+    ("GIT_AUTHOR_NAME=me git commit -m x", True),
+    ("FOO=1 git status", True),
 ]
 
 

@@ -96,6 +96,12 @@ def _parse_cached(line: str, depth: int) -> tuple[SimpleCommand, ...]:
     found: list[SimpleCommand] = []
     extras = _redirect_extras(root)
     for node in _walk(root):
+        if node.type in ("command", "declaration_command"):
+            for child in node.children:
+                if child.type == "variable_assignment" and _runs_programs(child):
+                    # ``GIT_SSH_COMMAND='rm -rf x' git push``: the value is a program
+                    # chosen by the caller, judged as one chosen at run time.
+                    found.append(SimpleCommand((None, _text(child))))
         if node.type == "command":
             argv = _command_argv(node, extras.get(node.id, ()))
             if argv:
@@ -103,6 +109,68 @@ def _parse_cached(line: str, depth: int) -> tuple[SimpleCommand, ...]:
         elif node.type in ("heredoc_body", "heredoc_redirect") and depth == 0:
             continue
     return tuple(found)
+
+
+#: Environment variables that make an allowed program run another one (or load code).
+_EXEC_VARS = frozenset(
+    {
+        "PAGER",
+        "MANPAGER",
+        "EDITOR",
+        "VISUAL",
+        "BROWSER",
+        "PATH",
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "LD_AUDIT",
+        "BASH_ENV",
+        "ENV",
+        "PROMPT_COMMAND",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS4",
+        "IFS",
+        "PYTHONPATH",
+        "PYTHONSTARTUP",
+        "PYTHONHOME",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "PERL5OPT",
+        "PERL5LIB",
+        "RUBYOPT",
+        "RUBYLIB",
+        "SSH_ASKPASS",
+        "SUDO_ASKPASS",
+        "LESSOPEN",
+        "LESSCLOSE",
+        "CDPATH",
+    }
+)
+#: ``GIT_*`` variables that only label commits; every other one can redirect git.
+_SAFE_GIT_VARS = frozenset(
+    {
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_COMMITTER_DATE",
+        "GIT_TERMINAL_PROMPT",
+    }
+)
+
+
+def exec_var(name: str) -> bool:
+    """Whether setting ``name`` can make a program execute something else."""
+    upper = name.upper()
+    if upper.startswith("GIT_"):
+        return upper not in _SAFE_GIT_VARS
+    return upper in _EXEC_VARS
+
+
+def _runs_programs(assignment: Node) -> bool:
+    name = assignment.child_by_field_name("name")
+    return name is not None and exec_var(_text(name))
 
 
 def _walk(node: Node) -> Iterator[Node]:
@@ -365,6 +433,11 @@ def _unwrap(argv: tuple[Token, ...], depth: int) -> Iterator[SimpleCommand]:
     if program in _NO_OP_BUILTINS:
         yield SimpleCommand(argv, transparent=True)
         return
+    if program == "git":
+        yield SimpleCommand(argv)
+        if _git_runs_code(argv):
+            yield SimpleCommand((None, *argv[1:]))
+        return
     if program == "find":
         yield SimpleCommand(argv)
         yield from _find_exec(argv, depth)
@@ -483,6 +556,8 @@ def _launcher_inner(program: str, argv: tuple[Token, ...]) -> tuple[Token, ...]:
             i += 1
             break
         if program == "env" and "=" in tok and not tok.startswith("-"):
+            if exec_var(tok.split("=", 1)[0]):
+                return (None, tok)  # env PAGER=... runs a program chosen by the caller
             i += 1
             continue
         if program == "nice" and tok.startswith("-") and tok[1:].lstrip("-").isdigit():
@@ -515,3 +590,62 @@ def _find_exec(argv: tuple[Token, ...], depth: int) -> Iterator[SimpleCommand]:
             i = j + 1
             continue
         i += 1
+
+
+#: ``git config`` keys whose value is a command git runs (or a place it runs code from).
+_GIT_EXEC_KEYS = (
+    "alias.",
+    "core.",
+    "diff.",
+    "merge.",
+    "filter.",
+    "credential.",
+    "sequence.",
+    "gpg.",
+    "uploadpack.",
+    "receivepack.",
+    "remote.",
+    "url.",
+    "include",
+    "pager.",
+    "interactive.",
+    "sendemail.",
+    "web.",
+    "browser.",
+    "difftool.",
+    "mergetool.",
+    "man.",
+)
+
+
+def _git_runs_code(argv: tuple[Token, ...]) -> bool:
+    """Whether git options or ``git config`` make git run a command the caller chose.
+
+    ``-c key=value``, ``--config-env``, ``--exec-path=DIR`` and ``git config alias.x '!sh'``
+    (or ``core.pager``, ``core.sshCommand``, ``diff.x.command``...) are arbitrary execution
+    for an allow rule that only meant git.
+    """
+    args = argv[1:]
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        if tok is None:
+            return True
+        if tok in ("-c", "--config-env") or tok.startswith(("--config-env=", "--exec-path=")):
+            return True
+        if tok.startswith("-c") and len(tok) > 2:
+            return True
+        if tok in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"):
+            i += 2
+            continue
+        if tok.startswith("-"):
+            i += 1
+            continue
+        if tok == "config":
+            keys = [t for t in args[i + 1 :] if t is None or not t.startswith("-")]
+            if not keys:
+                return False
+            key = keys[0]
+            return key is None or key.lower().startswith(_GIT_EXEC_KEYS)
+        return False
+    return False
