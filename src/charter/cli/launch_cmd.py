@@ -6,6 +6,7 @@ Kept light: charter.launch imports neither pydantic nor an SDK, so ``launch --dr
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -164,8 +165,12 @@ def launch(
         click.echo(render_refusal(data), err=True)
         sys.exit(EXIT_DENIED)
     from charter.launch.errors import LaunchError
+    from charter.launch.render import QUIET_ENV, launch_notices
     from charter.launch.runner import execute, exit_like
 
+    if os.environ.get(QUIET_ENV, "") in ("", "0"):
+        for line in launch_notices(data):
+            click.echo(line, err=True)
     try:
         status = execute(job)
     except LaunchError as exc:

@@ -129,6 +129,7 @@ class Plan:
             "gaps": [e.to_dict() for e in self.gaps],
             "refused": [e.to_dict() for e in self.refusals] if self.strict else [],
             "notes": [*self.notes, *self.translation.notes, *self.overlay.warnings],
+            "overlay_warnings": list(self.overlay.warnings),
         }
 
 

@@ -24,6 +24,29 @@ def refusals(d: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in d["elements"] if e["requested"] and e["strength"] != "strong"]
 
 
+#: Set (to anything but "" or "0") to silence :func:`launch_notices` on stderr.
+QUIET_ENV = "CHARTER_LAUNCH_QUIET"
+
+
+def launch_notices(d: dict[str, Any]) -> list[str]:
+    """The stderr lines a real launch prints before the CLI starts.
+
+    With a policy, flags that could override it are removed even without --strict-policy
+    (agent-persona kept them); say which, once, so a switching user is not surprised.
+    Unknown ``{{placeholders}}`` in the instructions are named too.
+    """
+    out: list[str] = []
+    removed = [" ".join(f["args"]) for f in d["args"]["filtered"]]
+    if removed:
+        out.append(
+            "charter: removed arguments that would override the persona's policy: "
+            + ", ".join(removed)
+            + f" (silence with {QUIET_ENV}=1)"
+        )
+    out += [f"charter: {d['overlay_file']}: {w}" for w in d.get("overlay_warnings", [])]
+    return out
+
+
 def render_plan(d: dict[str, Any]) -> str:
     """``print-policy`` / ``launch --dry-run`` text from a plan's :meth:`Plan.to_dict`."""
     strict = bool(d["strict_policy"])
