@@ -28,11 +28,15 @@ def test_act_auto_executes_with_receipts(make_pack: Callable[..., Path], tmp_pat
     pack = make_pack()
     data = run_json(pack, "actor", "--payload", str(envelope(tmp_path / "e.json", MERGE)))
     assert data["status"] == "completed"
-    assert data["autonomy"] == {
+    autonomy = data["autonomy"]
+    assert {k: autonomy[k] for k in ("declared", "effective", "reason", "arm", "standing")} == {
         "declared": "act_auto",
         "effective": "act_auto",
         "reason": "autonomy_tier = act_auto",
+        "arm": "outside",  # no rollout_policy: every run is outside a rollout
+        "standing": None,
     }
+    assert autonomy["rollout"]["capped"] is False
     assert executed(pack) == [{"action": "merge", "pr": 7}]
     assert [r["kind"] for r in data["receipts"]] == [
         "persona.tool.executing",

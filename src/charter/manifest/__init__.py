@@ -20,6 +20,7 @@ from .model import (
     PackageSource,
     Persona,
     PersonaSource,
+    Promotion,
     RolloutPolicy,
     RouteStep,
     Stage,
@@ -28,12 +29,14 @@ from .model import (
     TriggerSpec,
 )
 from .render import manifest_to_dict, persona_to_dict
+from .rollout import COHORT_KEYS, cohort_keys, parse_cohort, parse_window
 from .schema import manifest_schema
 from .spec import BUILTIN_PREDICATES, ROLLOUT_MODES, AutonomyTier, ReceiptPolicy
 from .syntax import EntryWorkflow, HandoffTarget, TriggerName, parse_target
 
 __all__ = [
     "BUILTIN_PREDICATES",
+    "COHORT_KEYS",
     "DEFAULT_HOST_CAPABILITIES",
     "FOLDER_AUTONOMY",
     "FOLDER_ENTRY_WORKFLOW",
@@ -55,6 +58,7 @@ __all__ = [
     "PackageSource",
     "Persona",
     "PersonaSource",
+    "Promotion",
     "ReceiptPolicy",
     "RolloutPolicy",
     "RouteStep",
@@ -63,12 +67,15 @@ __all__ = [
     "TriggerBinding",
     "TriggerName",
     "TriggerSpec",
+    "cohort_keys",
     "cron_error",
     "find_manifest",
     "load_manifest",
     "manifest_schema",
     "manifest_to_dict",
     "next_fire",
+    "parse_cohort",
     "parse_target",
+    "parse_window",
     "persona_to_dict",
 ]

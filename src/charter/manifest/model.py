@@ -34,10 +34,36 @@ class ModelPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class Promotion:
+    """``[rollout_policy.promotion]``: what the receipts must show (seed 003, issue 18)."""
+
+    min_runs: int | None = None
+    min_agreement: float | None = None
+    max_denials_per_run: float | None = None
+    max_cost_per_run: float | None = None
+    window: str = "30d"
+    max_disagreement_streak: int = 5
+
+    @property
+    def declared(self) -> bool:
+        """Whether any promotion criterion is set."""
+        return any(
+            v is not None
+            for v in (
+                self.min_runs,
+                self.min_agreement,
+                self.max_denials_per_run,
+                self.max_cost_per_run,
+            )
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class RolloutPolicy:
     mode: str | None = None
     percentage: float | None = None
     cohorts: tuple[str, ...] = ()
+    promotion: Promotion | None = None
 
 
 @dataclass(frozen=True, slots=True)

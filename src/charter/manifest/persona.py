@@ -31,10 +31,10 @@ from .model import (
     PackageSource,
     Persona,
     PersonaSource,
-    RolloutPolicy,
     Stage,
     StageExit,
 )
+from .rollout import build_rollout
 from .spec import PERSONA, AutonomyTier, ReceiptPolicy
 from .syntax import HandoffTarget, check_name, parse_entry, parse_target, parse_trigger
 
@@ -143,7 +143,11 @@ def build_persona(
         return None
     budget = Budget(**checked.get("budget", {}))
     model = checked.get("model_policy", {})
-    rollout = checked.get("rollout_policy", {})
+    rollout_policy = build_rollout(
+        checked.get("rollout_policy", {}), triggers, join(path, "rollout_policy"), col
+    )
+    if len(col.errors) > start:
+        return None
     return Persona(
         name=name,
         description=checked["description"],
@@ -165,11 +169,7 @@ def build_persona(
             model.get("escalation_model"),
             tuple(v for _, v in model.get("fallback_models", ())),
         ),
-        rollout_policy=RolloutPolicy(
-            rollout.get("mode"),
-            rollout.get("percentage"),
-            tuple(v for _, v in rollout.get("cohorts", ())),
-        ),
+        rollout_policy=rollout_policy,
         package_source=PackageSource(**checked["package_source"])
         if "package_source" in checked
         else None,

@@ -53,6 +53,9 @@ def persona_to_dict(persona: Persona, manifest: Manifest | None = None) -> dict[
             "mode": persona.rollout_policy.mode,
             "percentage": persona.rollout_policy.percentage,
             "cohorts": list(persona.rollout_policy.cohorts),
+            "promotion": dataclasses.asdict(persona.rollout_policy.promotion)
+            if persona.rollout_policy.promotion
+            else None,
         },
         "package_source": dataclasses.asdict(persona.package_source)
         if persona.package_source

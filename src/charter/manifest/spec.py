@@ -131,15 +131,51 @@ MODEL_POLICY = TableSpec(
     ),
 )
 
+PROMOTION = TableSpec(
+    "promotion",
+    "Criteria the receipts must meet before `charter persona promote` raises the tier; "
+    "breaching one in the window demotes it one step.",
+    (
+        Field("min_runs", "integer", "Runs in the window before promotion.", minimum=0),
+        Field(
+            "min_agreement",
+            "number",
+            "Lower bound of the agreement rate's 95% Wilson interval (0..1).",
+            minimum=0,
+            maximum=1,
+        ),
+        Field("max_denials_per_run", "number", "Policy denials per run (mean) allowed.", minimum=0),
+        Field("max_cost_per_run", "number", "Mean USD per run allowed.", minimum=0),
+        Field("window", "string", "How far back evidence counts: 30d, 12h, 2w (default 30d)."),
+        Field(
+            "max_disagreement_streak",
+            "integer",
+            "Consecutive disagreements that demote (default 5).",
+            minimum=1,
+        ),
+    ),
+)
+
 ROLLOUT_POLICY = TableSpec(
     "rollout_policy",
     "Rollout mode, percentage and cohorts.",
     (
         Field("mode", "enum", "Rollout mode.", choices=ROLLOUT_MODES),
         Field(
-            "percentage", "number", "Share of work routed to the persona.", minimum=0, maximum=100
+            "percentage",
+            "number",
+            "Share of work (stable hash of the work key into 100 buckets) that runs under the "
+            "rollout mode; the rest runs at the persona's own tier.",
+            minimum=0,
+            maximum=100,
         ),
-        Field("cohorts", "strings", "Named cohorts (repositories, teams) in the rollout."),
+        Field(
+            "cohorts",
+            "strings",
+            "KEY:VALUE selectors on trigger metadata (repository:org/repo, label:bug, "
+            "author:alice, channel:C123); only matching work is in the rollout.",
+        ),
+        Field("promotion", "table", PROMOTION.doc, table=PROMOTION),
     ),
 )
 

@@ -35,6 +35,7 @@ from charter.runtime import (
 )
 from charter.runtime.budget import spent_in_windows
 
+from . import evidence, promotion
 from .approvals import InteractiveApprover
 from .autonomy import AutonomyGate, durable_wait
 from .budget import LiveBudget
@@ -52,6 +53,7 @@ from .events import RunKind
 from .loader import load_context_packs, load_workflow
 from .models import ModelRouter
 from .receipts import ReceiptLog
+from .rollout import cohort_values, select_arm
 from .session import RunOptions, Session, session_scope
 from .tiers import effective_tier
 
@@ -267,10 +269,28 @@ def execute_admitted(
     runtime.heartbeat(name, run_id, at=clock())
     result.persona_runtime.append(runtime_snapshot(session, name, clock(), "started"))
 
-    tier, reason = effective_tier(
-        persona.autonomy_tier.value, persona.rollout_policy, envelope.work_key, options.tier
+    arm = select_arm(
+        persona.rollout_policy,
+        envelope.work_key,
+        cohort_values(envelope.provider, envelope.metadata, envelope.payload),
     )
-    result.autonomy = {"declared": persona.autonomy_tier.value, "effective": tier, "reason": reason}
+    standing = evidence.load(session.log, name).standing
+    tier, reason = effective_tier(
+        persona.autonomy_tier.value,
+        persona.rollout_policy,
+        envelope.work_key,
+        options.tier,
+        arm=arm,
+        standing=standing,
+    )
+    result.autonomy = {
+        "declared": persona.autonomy_tier.value,
+        "effective": tier,
+        "reason": reason,
+        "arm": arm.arm,
+        "rollout": arm.to_dict(),
+        "standing": standing,
+    }
     state = runtime.state(name)
     now = clock()
     hour_usd, day_usd, day_tokens = spent_in_windows(state.spend, now)
@@ -401,6 +421,12 @@ def execute_admitted(
         receipts.mechanism(RunKind.RUN_RECORDED, {"record": result.record()})
     except ReceiptError as exc:
         result.warnings.append(str(exc))
+    else:
+        demoted = promotion.check_demotion(runtime, persona, clock())
+        if demoted is not None:
+            result.warnings.append(
+                f"{name} demoted from {demoted['from']} to {demoted['to']}: {demoted['reason']}"
+            )
     return result
 
 
@@ -484,6 +510,16 @@ def _run_in_session(
     at = options.clock()()
     stamp = format_time(at)
     if provider is not None:
+        # a trigger may report the outcome of earlier proposals on its work key (issue 18)
+        promotion.observe_trigger(
+            runtime,
+            list(session.manifest.personas),
+            provider=provider,
+            kind=kind,
+            metadata=metadata,
+            payload=payload,
+            at=at,
+        )
         receipt = runtime.trigger(
             name,
             provider=provider,

@@ -27,6 +27,10 @@ class RunKind:
     APPROVAL_DENIED = "persona.approval.denied"
     APPROVAL_EXPIRED = "persona.approval.expired"
     RUN_RECORDED = "persona.run.recorded"
+    # rollout evidence and standing (issue 18)
+    AGREEMENT_RECORDED = "persona.rollout.agreement"
+    AUTONOMY_PROMOTED = "persona.autonomy.promoted"
+    AUTONOMY_DEMOTED = "persona.autonomy.demoted"
 
 
 APPROVAL_RESOLUTIONS = frozenset(

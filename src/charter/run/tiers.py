@@ -1,10 +1,11 @@
 """Autonomy tiers: which tier a run acts in, and which calls the tier applies to.
 
 A run's tier is the persona's ``autonomy_tier``, capped by its ``rollout_policy.mode``
-(``disabled``/``shadow``/``dry_run`` -> shadow, ``approval_only`` -> act_with_approval,
-``canary`` -> the declared tier for ``percentage`` % of work keys and shadow for the
-rest, ``full`` -> the declared tier) and by an explicit ``--tier`` for this run. Every cap
-only lowers; nothing raises the declared tier.
+for the work in the capped arm (:mod:`charter.run.rollout`: ``disabled``/``shadow``/
+``dry_run`` -> shadow, ``approval_only`` -> act_with_approval for the selected work;
+``canary`` -> shadow for the work outside the canary; ``full`` -> no cap), by the
+persona's standing (a promotion replaces the mode's cap, a demotion caps every arm) and
+by an explicit ``--tier`` for this run. Nothing raises a run above the declared tier.
 
 The tier applies to *side-effecting* calls: a tool whose side-effect level is above
 ``read_only`` (unannotated tools count as ``network``). The policy decision stays
@@ -13,10 +14,13 @@ The tier applies to *side-effecting* calls: a tool whose side-effect level is ab
 
 from __future__ import annotations
 
-import hashlib
+from collections.abc import Mapping
+from typing import Any
 
 from charter.manifest import AutonomyTier, RolloutPolicy
 from charter.policy import SideEffectLevel, ToolAnnotations
+
+from .rollout import RolloutArm, select_arm
 
 TIERS: tuple[str, ...] = tuple(t.value for t in AutonomyTier)  # most cautious first
 SHADOW, SUGGEST, ACT_WITH_APPROVAL, ACT_AUTO = TIERS
@@ -31,12 +35,18 @@ def tier_rank(tier: str) -> int:
         ) from None
 
 
-def _in_canary(work_key: str, percentage: float | None) -> bool:
-    if percentage is None:
-        return True
-    digest = hashlib.sha256(work_key.encode()).digest()
-    bucket = int.from_bytes(digest[:4], "big") % 10000 / 100.0
-    return bucket < percentage
+_MODE_CAPS: dict[str, str] = {
+    "disabled": SHADOW,
+    "shadow": SHADOW,
+    "dry_run": SHADOW,
+    "approval_only": ACT_WITH_APPROVAL,
+    "canary": SHADOW,  # applies to the work outside the canary
+}
+
+
+def lower(a: str, b: str) -> str:
+    """The more cautious of two tiers."""
+    return a if tier_rank(a) <= tier_rank(b) else b
 
 
 def effective_tier(
@@ -44,20 +54,31 @@ def effective_tier(
     rollout: RolloutPolicy | None,
     work_key: str,
     requested: str | None = None,
+    *,
+    arm: RolloutArm | None = None,
+    standing: Mapping[str, Any] | None = None,
 ) -> tuple[str, str]:
-    """``(tier, reason)`` for one run."""
-    tier, reason = declared, f"autonomy_tier = {declared}"
+    """``(tier, reason)`` for one run: the minimum of the manifest's tier, the rollout
+    arm's cap (or the tier a promotion granted in its place), a demotion, and ``requested``.
+    """
     tier_rank(declared)
-    mode = rollout.mode if rollout is not None else None
-    cap: str | None = None
-    if mode in ("disabled", "shadow", "dry_run"):
-        cap = SHADOW
-    elif mode == "approval_only":
-        cap = ACT_WITH_APPROVAL
-    elif mode == "canary" and rollout is not None and not _in_canary(work_key, rollout.percentage):
-        cap = SHADOW
-    if cap is not None and tier_rank(cap) < tier_rank(tier):
-        tier, reason = cap, f"rollout_policy.mode = {mode} caps autonomy_tier {declared}"
+    tier, reason = declared, f"autonomy_tier = {declared}"
+    if arm is None:
+        arm = select_arm(rollout, work_key)
+    kind = standing.get("kind") if standing else None
+    granted = str(standing["tier"]) if standing and kind == "promoted" else None
+    if arm.capped:
+        mode = arm.mode or ""
+        if granted is not None:
+            cap, why = granted, f"promoted to {granted} (persona.autonomy.promoted)"
+        else:
+            cap, why = _MODE_CAPS[mode], f"rollout_policy.mode = {mode} caps autonomy_tier"
+        if tier_rank(cap) < tier_rank(tier):
+            tier, reason = cap, f"{why}; {arm.arm} arm ({arm.reason})"
+    if standing and kind == "demoted":
+        demoted = str(standing["tier"])
+        if tier_rank(demoted) < tier_rank(tier):
+            tier, reason = demoted, f"demoted to {demoted} (persona.autonomy.demoted)"
     if requested is not None and tier_rank(requested) < tier_rank(tier):
         tier, reason = requested, f"lowered to {requested} for this run (was {tier})"
     return tier, reason
@@ -75,6 +96,7 @@ __all__ = [
     "SUGGEST",
     "TIERS",
     "effective_tier",
+    "lower",
     "is_side_effecting",
     "tier_rank",
 ]

@@ -1,0 +1,116 @@
+"""``rollout_policy``: cohorts, the promotion window, and the checks seed 003 leaves to us.
+
+A cohort is ``KEY:VALUE`` on the metadata of the work's trigger (``repository:org/repo``,
+``label:bug``, ``author:alice``, ``channel:C0123``). A cohort must name a key that one of
+the persona's triggers produces: a cohort nothing can match would silently put no work in
+the rollout.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from typing import Any
+
+from .errors import Collector, join
+from .model import Promotion, RolloutPolicy
+from .syntax import TriggerName
+
+#: Metadata keys each provider's triggers produce (charter.run.rollout.cohort_values).
+COHORT_KEYS: dict[str, tuple[str, ...]] = {
+    "github": ("repository", "owner", "label", "author", "base", "action"),
+    "linear": ("team", "label", "assignee", "project", "action"),
+    "slack": ("channel", "team", "user"),
+    "pagerduty": ("service", "urgency", "priority"),
+}
+
+_WINDOW_RE = re.compile(r"^\s*(\d+)\s*([hdw])\s*$")
+_WINDOW_UNITS = {"h": "hours", "d": "days", "w": "weeks"}
+
+
+def parse_window(text: str) -> timedelta:
+    """``30d`` / ``12h`` / ``2w`` -> a timedelta; ``ValueError`` naming the form otherwise."""
+    m = _WINDOW_RE.match(text)
+    if not m or int(m[1]) == 0:
+        raise ValueError(f"expected a positive duration such as 30d, 12h or 2w, got {text!r}")
+    return timedelta(**{_WINDOW_UNITS[m[2]]: int(m[1])})
+
+
+def parse_cohort(text: str) -> tuple[str, str]:
+    """``KEY:VALUE`` -> ``(key, value)``; ``ValueError`` otherwise."""
+    key, sep, value = text.partition(":")
+    key, value = key.strip().lower(), value.strip()
+    if not sep or not key or not value:
+        raise ValueError(
+            f"expected KEY:VALUE on trigger metadata (e.g. repository:org/repo, label:bug), "
+            f"got {text!r}"
+        )
+    return key, value
+
+
+def cohort_keys(triggers: Iterable[TriggerName]) -> tuple[set[str], bool]:
+    """Keys the triggers produce, and whether any trigger is of an unknown provider
+    (whose metadata charter cannot know, so any key is accepted)."""
+    keys: set[str] = set()
+    open_ended = False
+    for trigger in triggers:
+        known = COHORT_KEYS.get(trigger.provider)
+        if known is None:
+            open_ended = True
+        else:
+            keys.update(known)
+    return keys, open_ended
+
+
+def build_rollout(
+    checked: Mapping[str, Any],
+    triggers: Iterable[TriggerName],
+    path: str,
+    col: Collector,
+) -> RolloutPolicy:
+    """The validated :class:`RolloutPolicy` (problems recorded in ``col``)."""
+    triggers = list(triggers)
+    cohorts: list[str] = []
+    keys, open_ended = cohort_keys(triggers)
+    for i, raw in checked.get("cohorts", ()):
+        item = join(join(path, "cohorts"), i)
+        try:
+            key, _ = parse_cohort(raw)
+        except ValueError as exc:
+            col.add(item, str(exc))
+            continue
+        if not triggers:
+            col.add(
+                item,
+                f"cohort {raw!r} selects work by trigger metadata, but the persona declares "
+                f"no triggers (scheduled and manual work carries none)",
+            )
+        elif key not in keys and not open_ended:
+            names = ", ".join(sorted(str(t) for t in triggers))
+            col.add(
+                item,
+                f"cohort key {key!r} is not produced by the persona's triggers ({names}); "
+                f"expected one of {', '.join(sorted(keys))}",
+            )
+        cohorts.append(raw)
+    promotion: Promotion | None = None
+    if "promotion" in checked:
+        spec = dict(checked["promotion"])
+        window = spec.get("window", "30d")
+        try:
+            parse_window(window)
+        except ValueError as exc:
+            col.add(join(join(path, "promotion"), "window"), str(exc))
+            spec.pop("window", None)
+        promotion = Promotion(**spec)
+        if not promotion.declared:
+            col.add(
+                join(path, "promotion"),
+                "no criterion set; expected at least one of min_runs, min_agreement, "
+                "max_denials_per_run, max_cost_per_run",
+            )
+    return RolloutPolicy(checked.get("mode"), checked.get("percentage"), tuple(cohorts), promotion)
+
+
+__all__ = ["COHORT_KEYS", "build_rollout", "cohort_keys", "parse_cohort", "parse_window"]
