@@ -115,6 +115,7 @@ _LAZY_COMMANDS: dict[str, str] = {
         )
     },
     "run": "charter.cli.persona_run_cmd",
+    **{name: "charter.cli.persona_rollout_cmd" for name in ("rollout", "promote", "feedback")},
 }
 
 
@@ -237,9 +238,30 @@ def check_cmd(ctx: click.Context, path: str | None, as_json: bool) -> None:
 @persona.command("inspect")
 @click.argument("name")
 @manifest_option
+@click.option(
+    "--work-key",
+    default=None,
+    metavar="KEY",
+    help="Also show the rollout arm and tier this work key would take.",
+)
+@click.option(
+    "--metadata",
+    "metadata",
+    multiple=True,
+    metavar="K=V",
+    help="Trigger metadata for --work-key (cohorts match on it), e.g. repository=org/repo.",
+)
+@click.option("--provider", default=None, help="Trigger provider for --work-key (github, ...).")
 @click.option("--json", "as_json", is_flag=True, help="Print stable JSON.")
 @click.pass_context
-def inspect_cmd(ctx: click.Context, name: str, as_json: bool) -> None:
+def inspect_cmd(
+    ctx: click.Context,
+    name: str,
+    work_key: str | None,
+    metadata: tuple[str, ...],
+    provider: str | None,
+    as_json: bool,
+) -> None:
     """Show one persona: contract, effective policy and where each part came from."""
     from charter.manifest import persona_to_dict
 
@@ -248,10 +270,48 @@ def inspect_cmd(ctx: click.Context, name: str, as_json: bool) -> None:
         report_errors(manifest, as_json)
     persona_obj = require_persona(manifest, name, as_json)
     data = persona_to_dict(persona_obj, manifest)
+    if work_key is not None:
+        data["rollout_arm"] = _rollout_arm(persona_obj, work_key, metadata, provider, as_json)
     if as_json:
         emit_json(data)
         return
     click.echo(render_persona(data))
+    if work_key is not None:
+        arm = data["rollout_arm"]
+        click.echo(
+            f"rollout arm:     {work_key}: {arm['arm']} ({arm['reason']}) -> tier {arm['tier']}"
+        )
+
+
+def _rollout_arm(
+    persona_obj: Any,
+    work_key: str,
+    metadata: tuple[str, ...],
+    provider: str | None,
+    as_json: bool,
+) -> dict[str, Any]:
+    """Which arm ``work_key`` falls in, and the tier the manifest gives it (no standing)."""
+    from charter.run.rollout import cohort_values, select_arm
+    from charter.run.tiers import effective_tier
+
+    pairs: dict[str, str] = {}
+    for pair in metadata:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            message = f"--metadata: expected K=V, got {pair!r}"
+            if as_json:
+                emit_json(
+                    {"error": {"kind": "bad_input", "message": message, "field_path": "--metadata"}}
+                )
+            else:
+                click.echo(f"error: {message}", err=True)
+            sys.exit(2)
+        pairs[key] = value
+    arm = select_arm(persona_obj.rollout_policy, work_key, cohort_values(provider, pairs))
+    tier, reason = effective_tier(
+        persona_obj.autonomy_tier.value, persona_obj.rollout_policy, work_key, arm=arm
+    )
+    return {**arm.to_dict(), "work_key": work_key, "tier": tier, "tier_reason": reason}
 
 
 def _fmt(value: Any) -> str:

@@ -291,6 +291,9 @@ def status_cmd(
     at = _at(at_text)
     with _runtime(manifest, state_url, state_dir) as rt:
         status = rt.status(name, now=at).to_dict()
+        rollout = _rollout_status(manifest, name, rt.log)
+    if rollout is not None:
+        status["rollout"] = rollout
     if as_json:
         emit_json(status)
         return
@@ -321,6 +324,32 @@ def status_cmd(
     click.echo(f"  dead-lettered:      {status['dead_lettered']}")
     if status["last_error"]:
         click.echo(f"  last error:         {status['last_error']}")
+    if rollout is not None:
+        standing = rollout["standing"]
+        tiers = ", ".join(f"{arm} {tier}" for arm, tier in rollout["tiers_now"].items())
+        click.echo(
+            f"  rollout:            {rollout['mode']}; tiers now {tiers}"
+            + (f"; {standing['kind']} to {standing['tier']}" if standing else "")
+        )
+        last_arm = rollout["last_run"]
+        if last_arm:
+            click.echo(
+                f"  last run arm:       {last_arm['arm']} at {last_arm['tier']}"
+                + (f" (cohort {last_arm['cohort']})" if last_arm["cohort"] else "")
+            )
+
+
+def _rollout_status(manifest: Path | None, name: str, log: EventLog) -> dict[str, Any] | None:
+    """Rollout arm and earned standing for ``status`` (``None`` without a rollout_policy)."""
+    from charter.manifest import load_manifest
+    from charter.run.promotion import rollout_status
+
+    chosen = _manifest_from_context(manifest)
+    loaded = load_manifest(str(chosen) if chosen is not None else None)
+    persona = next((p for p in loaded.personas if p.name == name), None)
+    if persona is None or persona.rollout_policy.mode is None:
+        return None
+    return rollout_status(persona, log)
 
 
 def _cost_options(func: F) -> F:

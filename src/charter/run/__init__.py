@@ -9,7 +9,9 @@ persona's ``entry_workflow`` with:
 - its autonomy tier enforced on side-effecting calls (:mod:`charter.run.autonomy`);
 - live budgets (:mod:`charter.run.budget`, prices from ``[pricing]``), its model policy;
 - receipts per ``receipt_policy`` (:mod:`charter.run.receipts`), handoffs routed by
-  ``[[handoff_routes]]``, and ``persona_runtime[]`` snapshots on the run record.
+  ``[[handoff_routes]]``, and ``persona_runtime[]`` snapshots on the run record;
+- its rollout arm and earned standing (:mod:`charter.run.rollout`,
+  :mod:`charter.run.promotion`): autonomy decided by its receipts.
 """
 
 from .approvals import (
@@ -47,10 +49,18 @@ from .errors import (
 )
 from .events import RunKind
 from .prices import ModelPrice, PriceTable, load_prices
+from .promotion import PromotionError, wilson
+from .rollout import RolloutArm, cohort_values, select_arm, work_bucket
 from .session import LLM_ENV, RunOptions, Session, open_session, session_scope
 from .tiers import TIERS, effective_tier, is_side_effecting
 
 __all__ = [
+    "PromotionError",
+    "RolloutArm",
+    "cohort_values",
+    "select_arm",
+    "wilson",
+    "work_bucket",
     "LLM_ENV",
     "OK_STATUSES",
     "TIERS",

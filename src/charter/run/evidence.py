@@ -25,7 +25,7 @@ from .events import APPROVAL_RESOLUTIONS, RunKind
 from .outcomes import predicted_outcome
 from .tiers import SHADOW, SUGGEST
 
-VERSION = 1
+VERSION = 2
 SUFFIX = "#rollout"
 PENDING_CAP = 2000
 RESOLVED_CAP = 5000
@@ -52,13 +52,23 @@ COUNTERS = (
 )
 
 
-def bucket_key(day: str, epoch: int, arm: str, tier: str) -> str:
-    return f"{day}|{epoch}|{arm}|{tier}"
+def bucket_key(day: str, epoch: int, arm: str, tier: str, cohort: str) -> str:
+    return f"{day}|{epoch}|{arm}|{tier}|{cohort}"
 
 
-def split_key(key: str) -> tuple[str, int, str, str]:
-    day, epoch, arm, tier = key.split("|")
-    return day, int(epoch), arm, tier
+def split_key(key: str) -> tuple[str, int, str, str, str]:
+    day, epoch, arm, tier, cohort = key.split("|", 4)
+    return day, int(epoch), arm, tier, cohort
+
+
+@dataclass(frozen=True)
+class Row:
+    """One bucket inside a report window."""
+
+    arm: str
+    tier: str
+    cohort: str
+    counters: dict[str, float]
 
 
 @dataclass
@@ -110,8 +120,8 @@ class Evidence:
             last_event_id=int(data.get("last_event_id", 0)),
         )
 
-    def bucket(self, day: str, epoch: int, arm: str, tier: str) -> dict[str, float]:
-        key = bucket_key(day, epoch, arm, tier)
+    def bucket(self, day: str, epoch: int, arm: str, tier: str, cohort: str) -> dict[str, float]:
+        key = bucket_key(day, epoch, arm, tier, cohort)
         if key not in self.buckets:
             self.buckets[key] = dict.fromkeys(COUNTERS, 0)
         return self.buckets[key]
@@ -156,8 +166,9 @@ class Evidence:
         autonomy = record.get("autonomy") or {}
         tier = str(autonomy.get("effective") or "unknown")
         arm = str(autonomy.get("arm") or "outside")
+        cohort = str((autonomy.get("rollout") or {}).get("cohort") or "")
         day = event.occurred_at.strftime("%Y-%m-%d")
-        b = self.bucket(day, self.epoch, arm, tier)
+        b = self.bucket(day, self.epoch, arm, tier, cohort)
         status = str(record.get("status") or "")
         b["runs"] += 1
         if status == "completed":
@@ -187,6 +198,7 @@ class Evidence:
             "cost_usd": cost,
             "arm": arm,
             "tier": tier,
+            "cohort": cohort,
             "at": format_time(event.occurred_at),
         }
         work_key = record.get("work_key")
@@ -200,6 +212,7 @@ class Evidence:
                 "epoch": self.epoch,
                 "arm": arm,
                 "tier": tier,
+                "cohort": cohort,
                 "cost_usd": cost,
                 "at": format_time(event.occurred_at),
             }
@@ -209,7 +222,11 @@ class Evidence:
     def _agreement(self, p: Mapping[str, Any]) -> None:
         agree = bool(p.get("agree"))
         b = self.bucket(
-            str(p.get("run_day")), int(p.get("epoch", 0)), str(p.get("arm")), str(p.get("tier"))
+            str(p.get("run_day")),
+            int(p.get("epoch", 0)),
+            str(p.get("arm")),
+            str(p.get("tier")),
+            str(p.get("cohort") or ""),
         )
         if agree:
             b["agreed"] += 1
@@ -226,16 +243,14 @@ class Evidence:
         while len(self.resolved) > RESOLVED_CAP:
             del self.resolved[next(iter(self.resolved))]
 
-    def window(
-        self, since: datetime, *, epoch: int | None = None
-    ) -> list[tuple[str, str, dict[str, float]]]:
-        """``(arm, tier, counters)`` of the buckets on or after ``since`` (and ``epoch``)."""
+    def window(self, since: datetime, *, epoch: int | None = None) -> list[Row]:
+        """The buckets on or after ``since`` (and of ``epoch`` when given)."""
         first = since.strftime("%Y-%m-%d")
         out = []
         for key, counters in self.buckets.items():
-            day, ep, arm, tier = split_key(key)
+            day, ep, arm, tier, cohort = split_key(key)
             if day >= first and (epoch is None or ep == epoch):
-                out.append((arm, tier, counters))
+                out.append(Row(arm, tier, cohort, counters))
         return out
 
 
@@ -292,6 +307,7 @@ __all__ = [
     "AUTONOMY_DEMOTED",
     "AUTONOMY_PROMOTED",
     "Evidence",
+    "Row",
     "load",
     "load_txn",
     "rebuild",

@@ -48,7 +48,8 @@ def wilson(successes: float, total: float, z: float = Z95) -> tuple[float, float
     denom = 1 + z * z / total
     centre = (p + z * z / (2 * total)) / denom
     half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # the interval always holds p; clamp the rounding error at p = 0 and p = 1
+    return max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
 
 
 def _promotion(persona: Persona) -> Promotion:
@@ -59,11 +60,11 @@ def window_start(persona: Persona, now: datetime) -> datetime:
     return now - parse_window(_promotion(persona).window)
 
 
-def _sum(rows: list[tuple[str, str, dict[str, float]]]) -> dict[str, float]:
+def _sum(rows: list[ev.Row]) -> dict[str, float]:
     total = dict.fromkeys(ev.COUNTERS, 0.0)
-    for _arm, _tier, counters in rows:
+    for row in rows:
         for key in ev.COUNTERS:
-            total[key] += counters.get(key, 0)
+            total[key] += row.counters.get(key, 0)
     return total
 
 
@@ -179,9 +180,11 @@ def report(
     """``charter persona rollout report`` as a JSON-ready dict."""
     start = since if since is not None else window_start(persona, now)
     rows = evidence.window(start)
-    arms: dict[tuple[str, str], list[tuple[str, str, dict[str, float]]]] = {}
+    arms: dict[tuple[str, str], list[ev.Row]] = {}
+    cohorts: dict[str, list[ev.Row]] = {}
     for row in rows:
-        arms.setdefault((row[0], row[1]), []).append(row)
+        arms.setdefault((row.arm, row.tier), []).append(row)
+        cohorts.setdefault(row.cohort, []).append(row)
     checks = evaluate(persona, evidence, now)
     crit = persona.rollout_policy.promotion
     current = capped_tier(persona, evidence.standing)
@@ -207,6 +210,10 @@ def report(
             for (arm, tier), group in sorted(
                 arms.items(), key=lambda kv: (kv[0][0], tier_rank_safe(kv[0][1]))
             )
+        ],
+        "cohorts": [
+            {"cohort": cohort or None, **summarize(_sum(group))}
+            for cohort, group in sorted(cohorts.items())
         ],
         "total": summarize(_sum(rows)),
         "pending_outcomes": len(evidence.pending),
@@ -337,20 +344,17 @@ def _breach(persona: Persona, evidence: ev.Evidence, now: datetime) -> str | Non
     return None
 
 
-def _ceiling(persona: Persona, standing: Mapping[str, Any] | None) -> str:
-    tiers = arm_tiers(persona, standing)
-    return max(tiers.values(), key=tier_rank)
-
-
-def _demote_in(batch: Batch, persona: Persona, evidence: ev.Evidence) -> dict[str, Any] | None:
+def _demote_in(
+    batch: Batch, persona: Persona, evidence: ev.Evidence, tier: str | None
+) -> dict[str, Any] | None:
+    """Demote one step below ``tier`` (the tier the breaching work ran at), every arm."""
+    if tier not in TIERS or tier == SHADOW:
+        return None
     reason = _breach(persona, evidence, batch.at)
     if reason is None:
         return None
-    ceiling = _ceiling(persona, evidence.standing)
-    if ceiling == SHADOW:
-        return None
-    to = TIERS[tier_rank(ceiling) - 1]
-    payload = {"from": ceiling, "to": to, "by": "charter", "reason": reason}
+    to = TIERS[tier_rank(tier) - 1]
+    payload = {"from": tier, "to": to, "by": "charter", "reason": reason}
     event = batch.emit(persona.name, RunKind.AUTONOMY_DEMOTED, payload)
     evidence.apply(event)
     return {"event_id": event.event_id, **payload}
@@ -365,7 +369,8 @@ def check_demotion(
 
     def body(batch: Batch) -> dict[str, Any] | None:
         evidence, folded = ev.load_txn(batch.txn, persona.name)
-        out = _demote_in(batch, persona, evidence)
+        tier = (evidence.last_run or {}).get("tier")
+        out = _demote_in(batch, persona, evidence, tier)
         if out is None and folded > 32:
             ev.save_txn(batch.txn, evidence)  # keep the tail short for the next run
         return out
@@ -387,6 +392,7 @@ def _agreement_payload(
         "epoch": pending["epoch"],
         "arm": pending["arm"],
         "tier": pending["tier"],
+        "cohort": pending.get("cohort") or None,
         "cost_usd": pending.get("cost_usd", 0.0),
         "proposed_at": pending.get("at"),
         **extra,
@@ -430,7 +436,7 @@ def observe_trigger(
             event = batch.emit(persona.name, RunKind.AGREEMENT_RECORDED, data)
             evidence.apply(event)
             out = [{"persona": persona.name, "event_id": event.event_id, **data}]
-            demoted = _demote_in(batch, persona, evidence)
+            demoted = _demote_in(batch, persona, evidence, pending["tier"])
             if demoted:
                 out.append({"persona": persona.name, "demoted": demoted})
             return out
@@ -482,6 +488,7 @@ def feedback(
                 "epoch": evidence.epoch,
                 "arm": str(autonomy.get("arm") or "outside"),
                 "tier": str(autonomy.get("effective") or "unknown"),
+                "cohort": (autonomy.get("rollout") or {}).get("cohort"),
                 "cost_usd": float((record.get("budget") or {}).get("run_usd") or 0.0),
             }
         data = _agreement_payload(
@@ -491,7 +498,7 @@ def feedback(
         event = batch.emit(persona.name, RunKind.AGREEMENT_RECORDED, data)
         evidence.apply(event)
         out = {"event_id": event.event_id, **data}
-        demoted = _demote_in(batch, persona, evidence)
+        demoted = _demote_in(batch, persona, evidence, pending["tier"])
         if demoted:
             out["demoted"] = demoted
         return out
@@ -519,3 +526,19 @@ __all__ = [
     "summarize",
     "wilson",
 ]
+
+
+def rollout_status(persona: Persona, log: EventLog) -> dict[str, Any]:
+    """The rollout part of ``charter persona status``: standing, tiers and the last arm."""
+    evidence = ev.load(log, persona.name)
+    last = evidence.last_run
+    return {
+        "mode": persona.rollout_policy.mode,
+        "standing": evidence.standing,
+        "tiers_now": arm_tiers(persona, evidence.standing),
+        "last_run": None
+        if last is None
+        else {k: last.get(k) for k in ("run_id", "arm", "tier", "cohort", "at")},
+        "pending_outcomes": len(evidence.pending),
+        "disagreement_streak": evidence.streak,
+    }

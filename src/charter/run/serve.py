@@ -47,7 +47,9 @@ from charter.runtime import (
 )
 from charter.runtime.clock import utc_now
 
+from . import promotion
 from .engine import RunResult, run_in_session, run_inbox_in_session
+from .outcomes import outcome_from_trigger
 from .session import RunOptions, Session, open_session, runtime_specs
 
 CATCH_UP = timedelta(hours=24)
@@ -164,7 +166,20 @@ class Supervisor:
                     soonest = upcoming
         return soonest
 
-    def run_webhook(self, job: WebhookJob) -> RunResult:
+    def run_webhook(self, job: WebhookJob) -> RunResult | None:
+        if not job.persona:  # an outcome no persona is triggered by (issue 18)
+            recorded = promotion.observe_trigger(
+                self.session.runtime,
+                list(self.session.manifest.personas),
+                provider=job.provider,
+                kind=job.kind,
+                metadata=job.metadata,
+                payload=job.payload,
+                at=self.session.options.clock()(),
+            )
+            for entry in recorded:
+                self._say(f"outcome {job.provider} -> {entry['persona']} {entry.get('work_key')}")
+            return None
         result = run_in_session(
             self.session,
             job.persona,
@@ -283,6 +298,9 @@ class Server:
             return 400, {"error": str(exc)}
         for name in names:
             self.jobs.put(WebhookJob(name, provider, kind, payload, {}))
+        if not names and outcome_from_trigger(provider, kind, None, payload) is not None:
+            # no persona runs on it, but it may settle earlier proposals' agreement
+            self.jobs.put(WebhookJob("", provider, kind, payload, {}))
         self.metrics.admission.observe(time.perf_counter() - started)
         return 202, {"work_key": work_key, "personas": names}
 
