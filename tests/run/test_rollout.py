@@ -255,6 +255,22 @@ def test_a_scripted_month_earns_a_promotion_and_a_denial_spike_takes_it_back(
     assert rollout["tiers_now"] == {"rollout": "shadow", "outside": "shadow"}
     assert rollout["last_run"]["arm"] == "rollout"
 
+    # the console's fleet page shows the standing
+    from starlette.testclient import TestClient
+
+    from charter.run.web import Access, build_app
+
+    token = "t0ken-for-the-rollout-test-0123456789"
+    app = build_app(
+        RunOptions(manifest=pack, state_dir=pack / "state"), access=Access({token: "lead"})
+    )
+    client = TestClient(app)
+    auth = {"Authorization": f"Bearer {token}"}
+    (row,) = client.get("/api/fleet", headers=auth).json()["personas"]
+    assert row["standing"]["kind"] == "demoted" and row["standing"]["tier"] == "shadow"
+    page = client.get("/console", headers=auth).text
+    assert "demoted to shadow" in page
+
     # the projection equals a full replay of the log
     from charter.run import evidence
 

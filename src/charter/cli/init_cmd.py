@@ -30,7 +30,10 @@ context_packs = []
 evals = []
 budget = {{ daily_usd = 1.0, run_usd = 0.25, max_tokens = 200000 }}
 model_policy = {{ default_model = "small-model", escalation_model = "large-model" }}
-rollout_policy = {{ mode = "shadow", percentage = 0 }}
+# all work (percentage 100) runs in shadow; add promotion = {{ min_runs = 20,
+# min_agreement = 0.7 }} and `charter persona promote` raises the tier once the receipts
+# meet it (`charter persona rollout report` shows the numbers)
+rollout_policy = {{ mode = "shadow", percentage = 100 }}
 stages = [
   {{ name = "research", allowed_tools = ["read", "grep"], side_effect_level = "read_only" }},
   {{ name = "edit", allowed_tools = ["read", "edit"], side_effect_level = "workspace_write" }},

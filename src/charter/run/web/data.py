@@ -18,6 +18,7 @@ from charter.runtime import (
     supervision_frame,
 )
 
+from .. import evidence
 from ..approvals import resolve_approval
 from ..events import APPROVAL_RESOLUTIONS, RunKind
 from ..session import RunOptions, load_checked_manifest, runtime_specs
@@ -103,8 +104,11 @@ class ConsoleData:
         self.pending = PendingApprovals()
         self._seen: set[str] = set()  # console alone: personas found in the log so far
         self._cursor = 0
+        self.earning: set[str] = set()  # personas with promotion criteria (issue 18)
         if options.manifest is not None:
-            self.specs, self.routes = runtime_specs(load_checked_manifest(options.manifest))
+            manifest = load_checked_manifest(options.manifest)
+            self.specs, self.routes = runtime_specs(manifest)
+            self.earning = {p.name for p in manifest.personas if p.rollout_policy.promotion}
 
     @contextmanager
     def log(self) -> Iterator[EventLog]:
@@ -138,6 +142,12 @@ class ConsoleData:
             known = set(runtime.personas)
             wanted = sorted(known if names is None else known & set(names))
             rows = [runtime.status(name, now=now).to_dict() for name in wanted]
+            for row in rows:
+                row["standing"] = (
+                    evidence.load(log, row["name"]).standing
+                    if row["name"] in self.earning
+                    else None
+                )
             pending = self.pending.update(log)
         for row in rows:
             row["pending_approvals"] = sum(1 for p in pending if p["persona"] == row["name"])
