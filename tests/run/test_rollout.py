@@ -495,3 +495,22 @@ def test_outcome_webhook_through_serve_records_agreement(pack: Path) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
+
+
+def test_persona_trigger_with_an_outcome_settles_the_proposal(pack: Path, session: Session) -> None:
+    run_at(session, START, review_requested("acme/api", 5, "request_changes"))
+    result = invoke(
+        ["persona", "trigger", "reviewer", "--provider", "github", "--kind", "review_submitted",
+         "--metadata", "repository=acme/api", "--metadata", "number=5",
+         "--metadata", "outcome=review:changes_requested", "--manifest", str(pack),
+         "--state-dir", str(pack / "state"), "--at", "2026-10-01T12:00:00Z"]
+    )  # fmt: skip
+    # the work key already ran, so the trigger itself is a duplicate (exit 1) ...
+    assert result.exit_code == 1 and "duplicate" in result.output
+    # ... but the outcome it reports was recorded against the proposal
+    (event,) = [
+        e for e in session.log.iter_all(persona="reviewer")
+        if e.kind == "persona.rollout.agreement"
+    ]  # fmt: skip
+    assert event.payload["agree"] is True
+    assert event.payload["predicted"] == "review:changes_requested"

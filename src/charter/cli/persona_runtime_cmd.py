@@ -352,6 +352,30 @@ def _rollout_status(manifest: Path | None, name: str, log: EventLog) -> dict[str
     return rollout_status(persona, log)
 
 
+def _observe_outcome(
+    manifest: Path | None,
+    rt: PersonaRuntime,
+    provider: str,
+    kind: str | None,
+    metadata: dict[str, str],
+    payload: dict[str, Any] | None,
+    at: datetime,
+) -> None:
+    """A recorded trigger that reports an outcome settles earlier proposals (issue 18)."""
+    from charter.manifest import load_manifest
+    from charter.run.outcomes import outcome_from_trigger
+    from charter.run.promotion import observe_trigger
+
+    if outcome_from_trigger(provider, kind, metadata, payload) is None:
+        return  # the common case stays as light as it was
+    chosen = _manifest_from_context(manifest)
+    loaded = load_manifest(str(chosen) if chosen is not None else None)
+    observe_trigger(
+        rt, list(loaded.personas), provider=provider, kind=kind, metadata=metadata,
+        payload=payload, at=at,
+    )  # fmt: skip
+
+
 def _cost_options(func: F) -> F:
     func = click.option("--tokens", type=click.IntRange(min=0), default=0, help="Tokens used.")(
         func
@@ -448,6 +472,7 @@ def trigger_cmd(
             "persona trigger needs --provider (or a --payload envelope naming one)", EXIT_BAD_INPUT
         )
     with _runtime(manifest, state_url, state_dir) as rt:
+        _observe_outcome(manifest, rt, provider, kind, meta, body, at)
         receipt = rt.trigger(
             name,
             provider=provider,
