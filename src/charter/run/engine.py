@@ -274,7 +274,10 @@ def execute_admitted(
         envelope.work_key,
         cohort_values(envelope.provider, envelope.metadata, envelope.payload),
     )
-    standing = evidence.load(session.log, name).standing
+    # only criteria make a standing possible (promote needs them, demotion judges by them)
+    standing = (
+        evidence.load(session.log, name).standing if persona.rollout_policy.promotion else None
+    )
     tier, reason = effective_tier(
         persona.autonomy_tier.value,
         persona.rollout_policy,

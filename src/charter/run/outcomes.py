@@ -25,7 +25,8 @@ _VERBS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-def _get(data: Any, *path: str) -> Any:
+def dig(data: Any, *path: str) -> Any:
+    """``data[path[0]][path[1]]...``, or ``None`` where a step is missing or not a mapping."""
     for key in path:
         if not isinstance(data, Mapping):
             return None
@@ -49,7 +50,7 @@ def outcome_from_trigger(
     action = str(body.get("action") or (metadata or {}).get("action") or "").lower()
     if provider == "github":
         if kind == "pr_merged" or (
-            action == "closed" and _get(body, "pull_request", "merged") is True
+            action == "closed" and dig(body, "pull_request", "merged") is True
         ):
             return "merged"
         if kind in ("pr_closed", "issue_closed") or (
@@ -57,19 +58,19 @@ def outcome_from_trigger(
         ):
             return "closed"
         if kind == "review_submitted" or (action == "submitted" and "review" in body):
-            state = _get(body, "review", "state")
+            state = dig(body, "review", "state")
             return f"review:{str(state).lower()}" if state else None
         if action == "completed":
-            conclusion = _get(body, "check_run", "conclusion") or _get(
+            conclusion = dig(body, "check_run", "conclusion") or dig(
                 body, "check_suite", "conclusion"
             )
             return f"check:{conclusion}" if conclusion else None
         return None
     if provider == "pagerduty":
-        event_type = str(_get(body, "event", "event_type") or kind)
+        event_type = str(dig(body, "event", "event_type") or kind)
         return "resolved" if event_type.endswith("resolved") else None
     if provider == "linear":
-        state = str(_get(body, "data", "state", "type") or "").lower()
+        state = str(dig(body, "data", "state", "type") or "").lower()
         if state in ("completed", "canceled"):
             return state
         return None
@@ -108,4 +109,4 @@ def predicted_outcome(record: Mapping[str, Any]) -> str | None:
     return found
 
 
-__all__ = ["outcome_from_trigger", "predicted_outcome"]
+__all__ = ["dig", "outcome_from_trigger", "predicted_outcome"]

@@ -424,6 +424,8 @@ def observe_trigger(
     for persona in personas:
         if persona.name not in runtime.personas:
             continue
+        if key not in ev.load(runtime.log, persona.name).pending:
+            continue  # a read first: most triggers settle nothing, so take no write lock
 
         def body(batch: Batch, persona: Persona = persona) -> list[dict[str, Any]]:
             evidence, _ = ev.load_txn(batch.txn, persona.name)

@@ -23,6 +23,8 @@ from typing import Any
 
 from charter.manifest import RolloutPolicy, parse_cohort
 
+from .outcomes import dig
+
 ROLLOUT = "rollout"
 OUTSIDE = "outside"
 
@@ -46,14 +48,6 @@ def _names(items: Any, *path: str) -> list[str]:
     return out
 
 
-def _get(data: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(data, Mapping):
-            return None
-        data = data.get(key)
-    return data
-
-
 def cohort_values(
     provider: str | None,
     metadata: Mapping[str, str] | None,
@@ -74,34 +68,34 @@ def cohort_values(
     body = payload if isinstance(payload, Mapping) else {}
     kind = (provider or "").lower()
     if kind == "github":
-        repo = _get(body, "repository", "full_name")
+        repo = dig(body, "repository", "full_name")
         add("repository", repo)
         if isinstance(repo, str) and "/" in repo:
             add("owner", repo.split("/", 1)[0])
         elif "repository" in values:
             add("owner", *(r.split("/", 1)[0] for r in values["repository"] if "/" in r))
-        subject = _get(body, "pull_request") or _get(body, "issue")
-        add("label", *_names(_get(subject, "labels"), "name"))
-        add("author", _get(subject, "user", "login"))
-        add("base", _get(body, "pull_request", "base", "ref"))
-        add("action", _get(body, "action"))
+        subject = dig(body, "pull_request") or dig(body, "issue")
+        add("label", *_names(dig(subject, "labels"), "name"))
+        add("author", dig(subject, "user", "login"))
+        add("base", dig(body, "pull_request", "base", "ref"))
+        add("action", dig(body, "action"))
     elif kind == "linear":
-        data = _get(body, "data") or {}
-        add("team", _get(data, "team", "key"))
-        add("label", *_names(_get(data, "labels"), "name"))
-        add("assignee", _get(data, "assignee", "name"))
-        add("project", _get(data, "project", "name"))
-        add("action", _get(body, "action"))
+        data = dig(body, "data") or {}
+        add("team", dig(data, "team", "key"))
+        add("label", *_names(dig(data, "labels"), "name"))
+        add("assignee", dig(data, "assignee", "name"))
+        add("project", dig(data, "project", "name"))
+        add("action", dig(body, "action"))
     elif kind == "slack":
-        event = _get(body, "event") or body
-        add("channel", _get(event, "channel"))
-        add("user", _get(event, "user"))
-        add("team", _get(body, "team_id"))
+        event = dig(body, "event") or body
+        add("channel", dig(event, "channel"))
+        add("user", dig(event, "user"))
+        add("team", dig(body, "team_id"))
     elif kind == "pagerduty":
-        data = _get(body, "event", "data") or {}
-        add("service", _get(data, "service", "summary"))
-        add("urgency", _get(data, "urgency"))
-        add("priority", _get(data, "priority", "summary"))
+        data = dig(body, "event", "data") or {}
+        add("service", dig(data, "service", "summary"))
+        add("urgency", dig(data, "urgency"))
+        add("priority", dig(data, "priority", "summary"))
     return values
 
 
