@@ -514,3 +514,46 @@ def test_persona_trigger_with_an_outcome_settles_the_proposal(pack: Path, sessio
     ]  # fmt: skip
     assert event.payload["agree"] is True
     assert event.payload["predicted"] == "review:changes_requested"
+
+
+def test_rollout_evidence_on_postgres(tmp_path: Path) -> None:
+    """The same promotion on the PostgreSQL backend (snapshots under ``reviewer#rollout``)."""
+    import os
+    import uuid
+
+    from charter.runtime import EventLogError, PostgresEventLog
+
+    base = os.environ.get("CHARTER_TEST_PG_URL", "postgresql://127.0.0.1:5432/test")
+    url = f"{base}?schema=charter_rollout_{uuid.uuid4().hex[:12]}"
+    try:
+        probe = PostgresEventLog(url)
+    except EventLogError as exc:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(f"PostgreSQL unreachable: {exc}")
+        pytest.skip(f"PostgreSQL unreachable: {exc}")
+    rollout = (
+        'rollout_policy = { mode = "shadow", promotion = { min_runs = 3, min_agreement = 0.2 } }'
+    )
+    pack = write_pack(tmp_path / "p", rollout)
+    s = open_session(RunOptions(manifest=pack, state_url=url, at=START))
+    try:
+        for n in range(1, 4):
+            run_at(s, START, review_requested("acme/api", n, "approve"))
+            outcome_at(s, START, review_submitted("acme/api", n, "approved"))
+        result = invoke(
+            ["persona", "promote", "reviewer", "--to", "suggest", "--manifest", str(pack),
+             "--state", url, "--at", "2026-10-01T10:00:00Z", "--json"]
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        after = run_at(s, START, review_requested("acme/api", 9, "approve"))
+        assert after.autonomy["effective"] == "suggest"
+        from charter.run import evidence
+
+        assert (
+            evidence.load(s.log, "reviewer").to_dict()
+            == evidence.rebuild(s.log, "reviewer").to_dict()
+        )
+    finally:
+        s.close()
+        probe.drop_schema()
+        probe.close()
