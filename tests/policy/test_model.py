@@ -44,7 +44,7 @@ def test_errors_are_collected_with_field_paths() -> None:
             {
                 "tools": {"allow": ["ok", 3, " "], "block": ["x"]},
                 "side_effect_level": "root",
-                "network": ["*.x*", "a*b.com", "exa mple.com", "https://x.com/"],
+                "network": ["*.x*", "a*b.com", "exa mple.com", "https://x.com/path"],
                 "commands": [":*"],
                 "capabilities": ["nodot"],
                 "allow_sensitive": ["everything"],

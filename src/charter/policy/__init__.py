@@ -17,6 +17,7 @@ from .levels import LEVEL_NAMES, UNANNOTATED_LEVEL, SideEffectLevel
 from .loader import load_policy_file
 from .model import PathRules, Policy, Rules
 from .names import canonical_name
+from .network import DEFAULT_SCHEMES, HostError, host_of, parse_target
 from .paths import (
     SENSITIVE_PATHS,
     PathContext,
@@ -37,6 +38,10 @@ from .stack import (
 )
 
 __all__ = [
+    "DEFAULT_SCHEMES",
+    "HostError",
+    "host_of",
+    "parse_target",
     "BASE_TOOLS",
     "BUILTIN_TOOLS",
     "LEVEL_NAMES",

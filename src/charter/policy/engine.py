@@ -11,7 +11,7 @@ from .decision import Decision, Outcome
 from .frame import Frame
 from .levels import SideEffectLevel
 from .names import NameMatcher, canonical_name
-from .network import DomainRule, HostError, host_of
+from .network import DEFAULT_SCHEMES, DomainRule, HostError, parse_target
 from .paths import PathContext, make_context, resolve_target, sensitive_names
 from .shell import CommandParseError, SimpleCommand, expand_argv, parse_command_line
 
@@ -167,7 +167,7 @@ class _Subjects:
         self._context = context
         self._paths: list[tuple[str, str, str]] | None = None
         self._commands: list[tuple[str, tuple[SimpleCommand, ...] | str]] | None = None
-        self._hosts: list[tuple[str, str | None, str]] | None = None
+        self._hosts: list[tuple[str, str | None, str | None, str]] | None = None
         self._sensitive: dict[str, tuple[str, ...]] | None = None
 
     @property
@@ -225,16 +225,17 @@ class _Subjects:
             self._commands = out
         return self._commands
 
-    def hosts(self) -> list[tuple[str, str | None, str]]:
-        """``(raw, host or None, error)``."""
+    def hosts(self) -> list[tuple[str, str | None, str | None, str]]:
+        """``(raw, host or None, scheme or None, error)``."""
         if self._hosts is None:
-            out: list[tuple[str, str | None, str]] = []
+            out: list[tuple[str, str | None, str | None, str]] = []
             for arg in self.call.annotations.url_args:
                 for raw in _values(self.call.arguments, arg, "network"):
                     try:
-                        out.append((raw, host_of(raw), ""))
+                        host, scheme = parse_target(raw)
+                        out.append((raw, host, scheme, ""))
                     except HostError as exc:
-                        out.append((raw, None, str(exc)))
+                        out.append((raw, None, None, str(exc)))
             self._hosts = out
         return self._hosts
 
@@ -425,19 +426,30 @@ def _check_network(
     deny: tuple[DomainRule, ...],
     subjects: _Subjects,
 ) -> None:
-    for raw, host, error in subjects.hosts():
+    for raw, host, scheme, error in subjects.hosts():
         if host is None:
             raise _Denied("network", None, error, raw)
         for rule in deny:
-            if rule.matches(host):
+            if rule.matches(host, scheme, deny=True):
                 raise _Denied(
                     "network",
                     f"network.deny: {rule.text}",
                     f"host '{host}' is denied by rule '{rule.text}'",
                     host,
                 )
+        named = bool(allow) and all(
+            any(rule.matches(host, scheme) for rule in group) for group in allow
+        )
+        if scheme is not None and scheme not in DEFAULT_SCHEMES and not named:
+            raise _Denied(
+                "network",
+                "network.allow" if allow else "network.deny",
+                f"scheme '{scheme}' is not allowed for '{host}' (a rule must name it, "
+                f"e.g. {scheme}://{host}; rules without a scheme cover http and https)",
+                raw,
+            )
         for group in allow:
-            if not any(rule.matches(host) for rule in group):
+            if not any(rule.matches(host, scheme) for rule in group):
                 listed = _listing([r.text for r in group])
                 raise _Denied(
                     "network",

@@ -211,9 +211,14 @@ def translate(ctx: Context) -> Translation:
         closed = network_closed(p)
         web = [n for n in ("WebFetch", "WebSearch") if n in hidden_names]
         if not closed:
-            deny.extend(f"WebFetch(domain:{d})" for d in net.deny if d != "*")
+            # WebFetch knows hosts, not schemes: a scheme rule denies its host outright and
+            # pre-approves nothing (never wider than the policy)
+            deny.extend(
+                f"WebFetch(domain:{d.split('://', 1)[-1]})" for d in net.deny if d != "*"
+            )
             for d in allow_groups_literal(net) or []:
-                allow.append(f"WebFetch(domain:{d})")
+                if "://" not in d:
+                    allow.append(f"WebFetch(domain:{d})")
         key = "network.deny" if net.deny else "network.allow"
         t.add(
             key,
