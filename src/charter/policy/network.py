@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 #: Schemes a rule that names none covers.
@@ -27,25 +28,17 @@ class HostError(ValueError):
     """A network target whose host cannot be determined."""
 
 
-def _url(text: str) -> Any:
+def _hostname(text: str) -> tuple[str, int]:
     global _ada
     if _ada is None:  # ~35 ms to import; most commands never parse a URL
         import ada_url
 
         _ada = ada_url
-    return _ada.URL(text)
+    parts = _ada.parse_url(text, attributes=("hostname", "host_type"))
+    return str(parts["hostname"] or ""), int(parts["host_type"])
 
 
-def _canonical_host(host: str, value: str) -> str:
-    host = host.strip("[]").rstrip(".").lower()
-    if not host:
-        raise HostError(f"network target {value!r} names no host")
-    try:
-        return str(ipaddress.ip_address(host))
-    except ValueError:
-        return host
-
-
+@lru_cache(maxsize=4096)
 def parse_target(value: str) -> tuple[str, str | None]:
     """``(host, scheme)`` of a URL, or ``(host, None)`` for a bare ``host[:port][/...]``."""
     text = value.strip()
@@ -53,10 +46,11 @@ def parse_target(value: str) -> tuple[str, str | None]:
         raise HostError("empty network target")
     if "\x00" in text:
         raise HostError(f"network target {value!r} contains a NUL byte")
-    try:  # a bare IP literal ("::1", "[::1]", "10.0.0.1")
-        return str(ipaddress.ip_address(text.strip("[]"))), None
-    except ValueError:
-        pass
+    if text.count(":") >= 2 and "://" not in text:  # a bare IPv6 literal ("::1", "[::1]")
+        try:
+            return str(ipaddress.ip_address(text.strip("[]"))), None
+        except ValueError:
+            pass
     scheme: str | None = None
     head, sep, _ = text.partition(":")
     if sep and head and head[0].isalpha() and all(c.isalnum() or c in "+-." for c in head):
@@ -65,12 +59,17 @@ def parse_target(value: str) -> tuple[str, str | None]:
         if not after[:1].isdigit() or after.startswith("//"):
             scheme = head.lower()
     try:
-        url = _url(text if scheme is not None else "http://" + text)
+        host, kind = _hostname(text if scheme is not None else "http://" + text)
     except ValueError as exc:
         raise HostError(
             f"cannot parse network target {value!r} as a URL (bad host, port or syntax)"
         ) from exc
-    return _canonical_host(str(url.hostname or ""), value), scheme
+    host = host.rstrip(".").lower()
+    if not host:
+        raise HostError(f"network target {value!r} names no host")
+    if kind == 2:  # IPv6: ada gives "[::1]"; one canonical spelling
+        host = str(ipaddress.ip_address(host.strip("[]")))
+    return host, scheme
 
 
 def host_of(value: str) -> str:
