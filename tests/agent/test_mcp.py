@@ -15,9 +15,10 @@ pytest.importorskip("mcp")
 SERVER = str(Path(__file__).parent / "servers" / "tiny_mcp.py")
 
 
-def spec(name: str, log: Path) -> dict[str, Any]:
+def spec(name: str, log: Path, *, trusted: bool = True) -> dict[str, Any]:
     return {
         "name": name,
+        "trusted": trusted,  # its tool annotations count (the hints are the server's claims)
         "command": sys.executable,
         "args": [SERVER],
         "env": {"MCP_LOG": str(log), "MCP_NAME": name},

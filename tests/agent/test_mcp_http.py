@@ -99,7 +99,8 @@ def test_http_tools_listed_with_levels(remote: HttpServer) -> None:
 
     async def listed() -> dict[str, Any]:
         async with contextlib.AsyncExitStack() as stack:
-            tools = await connect_servers([{"name": "remote", "url": remote.url}], stack)
+            spec = {"name": "remote", "url": remote.url, "trusted": True}
+            tools = await connect_servers([spec], stack)
             return {t.name: t.annotations.side_effect_level for t in tools}
 
     assert asyncio.run(listed()) == {
@@ -122,7 +123,7 @@ def test_http_tools_called_and_decided(remote: HttpServer, tmp_path: Path) -> No
     result = agent_loop(
         "x",
         provider=provider,
-        mcp_servers=[{"name": "remote", "url": remote.url}],
+        mcp_servers=[{"name": "remote", "url": remote.url, "trusted": True}],
         policy={"side_effect_level": "workspace_write"},
         workspace=str(tmp_path),
     )
@@ -207,5 +208,39 @@ def test_unknown_transport_is_an_error(tmp_path: Path) -> None:
             "x",
             provider=MockProvider(["done"]),
             mcp_servers=[{"name": "r", "url": "http://127.0.0.1:9/sse", "transport": "sse"}],
+            workspace=str(tmp_path),
+        )
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+def test_hints_of_an_untrusted_server_are_claims(
+    remote: HttpServer, tmp_path: Path, trusted: bool
+) -> None:
+    """``lookup`` says it is read-only. Under a read_only ceiling, only a server the
+    persona trusts gets that believed; otherwise the call is network and never arrives."""
+    provider = MockProvider([tc("remote__lookup", term="secret"), "done"])
+    spec: dict[str, Any] = {"name": "remote", "url": remote.url}
+    if trusted:
+        spec["trusted"] = True
+    result = agent_loop(
+        "x",
+        provider=provider,
+        mcp_servers=[spec],
+        policy={"side_effect_level": "read_only"},
+        workspace=str(tmp_path),
+    )
+    (obs,) = _tool_messages(result)
+    if trusted:
+        assert obs == "definition of secret" and remote.calls == ["lookup secret"]
+    else:
+        assert "permission_denied" in obs and remote.calls == []
+
+
+def test_trusted_must_be_a_boolean(remote: HttpServer, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="'trusted' must be true or false"):
+        agent_loop(
+            "x",
+            provider=MockProvider(["done"]),
+            mcp_servers=[{"name": "remote", "url": remote.url, "trusted": "yes"}],
             workspace=str(tmp_path),
         )

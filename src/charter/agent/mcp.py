@@ -5,9 +5,11 @@ with ``mcp_server`` set in its annotations, and dispatched through ``tools/call`
 policy allowed it. A server the active stack denies (``mcp_servers`` dimension, decided
 with :func:`charter.policy.decide_current_resource`) is never started.
 
-Side-effect levels come from the MCP tool annotations: ``open_world_hint`` -> ``network``,
-``read_only_hint`` -> ``read_only``, an explicit closed-world write -> ``workspace_write``,
-and an unannotated tool declares nothing, so it counts as ``network``. A server spec may
+Side-effect levels come from the MCP tool annotations only for a server the spec marks
+``trusted: true``: ``open_world_hint`` -> ``network``, ``read_only_hint`` -> ``read_only``,
+an explicit closed-world write -> ``workspace_write``. The hints are the server's claims
+about itself, so an untrusted server's tools (the default) declare nothing and count as
+``network``, as does an unannotated tool. A server spec may
 override per tool with ``annotations: {tool: {...charter annotations...}}``, e.g. to declare
 ``path_args`` so the policy's path rules apply to the tool's arguments; an override that
 names no ``side_effect_level`` keeps the level derived from the MCP annotations.
@@ -38,11 +40,11 @@ def _spec_list(servers: Any) -> list[dict[str, Any]]:
 
 
 def annotations_from_mcp(
-    server: str, ann: Any, override: Mapping[str, Any] | None
+    server: str, ann: Any, override: Mapping[str, Any] | None, *, trusted: bool = False
 ) -> ToolAnnotations:
-    """charter annotations for an MCP tool (unannotated -> no level -> ``network``)."""
+    """charter annotations for an MCP tool (untrusted or unannotated -> ``network``)."""
     level: SideEffectLevel | None = None
-    if ann is not None:
+    if ann is not None and trusted:
         if getattr(ann, "open_world_hint", None):
             level = SideEffectLevel.NETWORK
         elif getattr(ann, "read_only_hint", None):
@@ -104,6 +106,9 @@ async def connect_servers(
         name = canonical_name(str(spec["name"]))
         if not decide_current_resource("mcp_servers", name).allowed:
             continue  # dispatch_mcp: a denied server is filtered out, never started
+        trusted = spec.get("trusted", False)
+        if not isinstance(trusted, bool):
+            raise ValueError(f"mcp_servers: server {name!r}: 'trusted' must be true or false")
         given = spec.get("transport", "http" if spec.get("url") else "stdio")
         transport = _TRANSPORTS.get(str(given))
         if transport is None:
@@ -122,7 +127,8 @@ async def connect_servers(
         stack.push_async_exit(opened)
         overrides = spec.get("annotations") or {}
         for mcp_tool in listing.tools:
-            tools.append(_wrap(session, name, mcp_tool, overrides.get(mcp_tool.name)))
+            override = overrides.get(mcp_tool.name)
+            tools.append(_wrap(session, name, mcp_tool, override, trusted))
     return tools
 
 
@@ -151,7 +157,13 @@ async def _open(
     return session, await session.list_tools()
 
 
-def _wrap(session: Any, server: str, mcp_tool: Any, override: Mapping[str, Any] | None) -> Tool:
+def _wrap(
+    session: Any,
+    server: str,
+    mcp_tool: Any,
+    override: Mapping[str, Any] | None,
+    trusted: bool,
+) -> Tool:
     raw_name = mcp_tool.name
 
     async def call(**arguments: Any) -> Any:
@@ -163,7 +175,7 @@ def _wrap(session: Any, server: str, mcp_tool: Any, override: Mapping[str, Any] 
         handler=call,
         description=mcp_tool.description or "",
         parameters=dict(mcp_tool.input_schema or {"type": "object", "properties": {}}),
-        annotations=annotations_from_mcp(server, mcp_tool.annotations, override),
+        annotations=annotations_from_mcp(server, mcp_tool.annotations, override, trusted=trusted),
         is_async=True,
         mcp=(server, raw_name),
     )
