@@ -84,6 +84,36 @@ def test_bad_path_input_is_a_denial_not_a_crash(ws: Path) -> None:
     assert obs[4] == "hello"
 
 
+def test_misspelt_or_undecodable_arguments_are_denials(ws: Path) -> None:
+    """A handler that takes ``**kwargs`` would read what the policy never saw."""
+    from charter.agent import make_tool
+
+    seen: list[str] = []
+
+    def loose_read(**kwargs: Any) -> str:
+        target = next(iter(kwargs.values()))
+        seen.append(target)
+        return (ws / target).read_text(errors="replace")
+
+    loose = make_tool(loose_read, name="read", parameters={"type": "object"})
+    provider = MockProvider(
+        [
+            tc("read", pth="secrets/token.txt"),  # misspelt: no path the policy can judge
+            tc("read", path="secrets/\udcfftoken.txt"),  # not UTF-8 text
+            tc("read", path="src/a.txt"),  # the allowed twin
+            "done",
+        ]
+    )
+    result = agent_loop("x", provider=provider, tools=[loose], workspace=str(ws), policy=POLICY)
+    obs = _obs(result)
+    assert "permission_denied" in obs[0] and "needs a path argument" in obs[0]
+    assert "permission_denied" in obs[1] and "UTF-8" in obs[1]
+    assert obs[2] == "hello\n"
+    assert seen == ["src/a.txt"]  # the hostile calls never reached the handler
+    bash = _run(ws, tc("bash", cmd="rm -rf src"), names=("bash",))
+    assert "permission_denied" in bash[0] and (ws / "src" / "a.txt").exists()
+
+
 @pytest.mark.parametrize(
     ("name", "args"),
     [

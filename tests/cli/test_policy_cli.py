@@ -177,6 +177,34 @@ def test_bad_arguments_exit_2(files: dict[str, Path]) -> None:
     assert r.returncode == 2
 
 
+def test_bad_input_under_json_is_one_json_error(files: dict[str, Path], tmp_path: Path) -> None:
+    base = str(files["base"])
+    r = charter("policy", "explain", "--policy", base, "--tool", "x", "--args", "{", "--json")
+    assert r.returncode == 2 and r.stderr == ""
+    error = json.loads(r.stdout)["error"]
+    assert error["kind"] == "bad_input" and error["field_path"] == "--args"
+    bad = tmp_path / "bad.toml"
+    bad.write_text('tools = "x"\n')
+    for command in ("explain", "show"):
+        extra = ["--tool", "x"] if command == "explain" else []
+        r = charter("policy", command, "--policy", str(bad), *extra, "--json")
+        assert r.returncode == 2, r.stderr
+        (issue,) = json.loads(r.stdout)["error"]["issues"]
+        assert issue["file"] == str(bad) and issue["field_path"] == "tools"
+
+
+def test_bad_call_input_is_a_denial(files: dict[str, Path]) -> None:
+    base = str(files["base"])
+    for args in ('{"pth": "secrets/key"}', '{"path": "\\udcff"}', "{}"):
+        r = charter("policy", "explain", "--policy", base, "--tool", "read", "--args", args,
+                    "--json")  # fmt: skip
+        assert r.returncode == 3, (args, r.stdout, r.stderr)
+        assert json.loads(r.stdout)["dimension"] == "paths"
+    r = charter("policy", "explain", "--policy", base, "--tool", "bash", "--args",
+                '{"cmd": "rm -rf /"}', "--json")  # fmt: skip
+    assert r.returncode == 3 and "no command argument" in json.loads(r.stdout)["reason"]
+
+
 def test_show(files: dict[str, Path], tmp_path: Path) -> None:
     r = charter(
         "policy",

@@ -28,9 +28,24 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False))
 
 
-def fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
-    """Report an error on stderr (no traceback) and exit with ``code``."""
-    click.echo(f"error: {message}", err=True)
+def emit_error(kind: str, message: str, **extra: Any) -> None:
+    """The ``--json`` error contract: one object ``{"error": {"kind", "message", ...}}``."""
+    emit_json({"error": {"kind": kind, "message": message, **extra}})
+
+
+def fail(
+    message: str,
+    code: int = EXIT_FAILED,
+    *,
+    as_json: bool = False,
+    kind: str = "refused",
+    **extra: Any,
+) -> NoReturn:
+    """Report an error (stderr, or one JSON object on stdout under ``--json``) and exit."""
+    if as_json:
+        emit_error(kind, message, **extra)
+    else:
+        click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
 
@@ -46,7 +61,10 @@ def read_json_object(path: Path, option: str) -> dict[str, Any]:
     return data
 
 
-def fail_input(message: str) -> NoReturn:
-    """Report bad input on stderr (no traceback) and exit 2."""
-    click.echo(f"error: {message}" if "\n" not in message else message, err=True)
+def fail_input(message: str, *, as_json: bool = False, **extra: Any) -> NoReturn:
+    """Report bad input (stderr, or JSON on stdout under ``--json``; no traceback), exit 2."""
+    if as_json:
+        emit_error("bad_input", message, **extra)
+    else:
+        click.echo(f"error: {message}" if "\n" not in message else message, err=True)
     sys.exit(EXIT_BAD_INPUT)

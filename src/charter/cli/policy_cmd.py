@@ -25,18 +25,23 @@ from charter.policy import (
 )
 
 
-def _load_frames(files: tuple[str, ...]) -> list[Frame]:
+def _load_frames(files: tuple[str, ...], as_json: bool = False) -> list[Frame]:
     frames: list[Frame] = []
     issues: list[str] = []
+    found: list[dict[str, Any]] = []
     for path in files:
         try:
             policy = load_policy_file(path)
         except PolicyError as exc:
             issues.append(exc.render())
+            found.extend(
+                {"file": exc.source or path, "field_path": i.field_path, "message": i.message}
+                for i in exc.issues
+            )
             continue
         frames.append(Frame(policy, policy.name or path, "file"))
     if issues:
-        fail_input("\n".join(issues))
+        fail_input("\n".join(issues), as_json=as_json, issues=found)
     return frames
 
 
@@ -107,15 +112,19 @@ def explain(
     Well-known tools (bash, read, write, edit, glob, grep, webfetch, ...) carry their
     annotations from charter's catalog; flags override them.
     """
-    frames = _load_frames(policies)
+    frames = _load_frames(policies, as_json)
     try:
         arguments: Any = json.loads(args_json)
     except json.JSONDecodeError as exc:
-        fail_input(f"--args: invalid JSON at column {exc.colno}: {exc.msg}")
+        fail_input(
+            f"--args: invalid JSON at column {exc.colno}: {exc.msg}",
+            as_json=as_json,
+            field_path="--args",
+        )
     if not isinstance(arguments, dict):
-        fail_input("--args: expected a JSON object")
+        fail_input("--args: expected a JSON object", as_json=as_json, field_path="--args")
     if not tool.strip():
-        fail_input("--tool: expected a non-blank tool name")
+        fail_input("--tool: expected a non-blank tool name", as_json=as_json, field_path="--tool")
     base = builtin_annotations(tool) or ToolAnnotations()
     annotations = ToolAnnotations(
         side_effect_level=SideEffectLevel.parse(side_effect)
@@ -155,7 +164,7 @@ def explain(
 @click.option("--json", "as_json", is_flag=True, help="Print stable JSON.")
 def show(policies: tuple[str, ...], as_json: bool) -> None:
     """Show what a stack of policies allows, dimension by dimension."""
-    frames = _load_frames(policies)
+    frames = _load_frames(policies, as_json)
     view = effective(frames)
     if as_json:
         emit_json(view)

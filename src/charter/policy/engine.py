@@ -187,6 +187,18 @@ class _Subjects:
                     except ValueError as exc:
                         raise _Denied("paths", None, f"argument '{arg}': {exc}", None) from None
                     out.append((raw, resolved, access))
+            ann = self.call.annotations
+            if not out and ann.kind in _NEEDS_PATH and ann.path_args:
+                # a misspelt or missing path: whatever the handler would touch, the policy
+                # never saw it (a handler taking **kwargs could read the misspelt key)
+                given = ", ".join(sorted(map(str, self.call.arguments))) or "none"
+                raise _Denied(
+                    "paths",
+                    None,
+                    f"a {ann.kind} tool needs a path argument ({', '.join(ann.path_args)}); "
+                    f"the call gives {given}",
+                    None,
+                )
             self._paths = out
         return self._paths
 
@@ -207,7 +219,9 @@ class _Subjects:
                 value = self.call.arguments.get(arg)
                 if value is None:
                     continue
-                if isinstance(value, str):
+                if isinstance(value, str) and not _is_text(value):
+                    out.append((repr(value), f"argument '{arg}' is not valid UTF-8 text"))
+                elif isinstance(value, str):
                     try:
                         out.append((value, parse_command_line(value)))
                     except CommandParseError as exc:
@@ -222,6 +236,15 @@ class _Subjects:
                     out.append(
                         (repr(value), f"argument '{arg}' is not a command string or argv list")
                     )
+            if not out and self.call.annotations.command_args:
+                given = ", ".join(sorted(map(str, self.call.arguments))) or "none"
+                out.append(
+                    (
+                        "",
+                        "the call gives no command argument "
+                        f"({', '.join(self.call.annotations.command_args)}; it gives {given})",
+                    )
+                )
             self._commands = out
         return self._commands
 
@@ -243,14 +266,36 @@ class _Subjects:
 _NO_SUBJECTS = _Subjects(ToolCall("-"), None)
 
 
+#: Tool kinds that act on a path they must be given (search tools default to the root).
+_NEEDS_PATH = frozenset({"read", "edit"})
+
+
+def _is_text(value: str) -> bool:
+    """Not a lone surrogate (invalid UTF-8 decoded with ``surrogateescape``)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _values(arguments: Any, arg: str, dimension: str) -> list[str]:
     value = arguments.get(arg)
     if value is None:
         return []
     if isinstance(value, str):
-        return [value]
-    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        return list(value)
+        values = [value]
+    elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        values = list(value)
+        if not values:
+            return []
+    else:
+        values = []
+    if values:
+        for item in values:
+            if not _is_text(item):
+                raise _Denied(dimension, None, f"argument '{arg}' is not valid UTF-8 text", None)
+        return values
     raise _Denied(
         dimension,
         None,
