@@ -226,6 +226,11 @@ def test_plain_push_still_lands(repo: tuple[Path, Path]) -> None:
         "env -S'rm -rf src'",
         "./git status",
         "cat 2>&1 -- src/a.txt; rm 2>/dev/null -rf src",
+        # launcher options charter's tables do not know (newer coreutils' env -a ARGV0
+        # takes a value: the program is rm, not echo): denied, never guessed
+        "env -a echo rm -rf src",
+        "xargs --new-option echo rm -rf src </dev/null",
+        "timeout --frobnicate 5 echo rm -rf src",
     ],
 )
 def test_shell_spellings_never_delete(ws: Path, line: str) -> None:
@@ -237,3 +242,14 @@ def test_shell_spellings_never_delete(ws: Path, line: str) -> None:
     else:
         assert "permission_denied" in obs[0], obs[0]
     assert "hello" in obs[1]
+
+
+def test_known_launcher_options_still_run(ws: Path) -> None:
+    obs = _run(
+        ws,
+        tc("bash", command="env -i FOO=1 echo env-ok"),
+        tc("bash", command="echo x | xargs -0 -r echo xargs-ok"),
+        names=("bash",),
+    )
+    assert json.loads(obs[0])["stdout"] == "env-ok\n", obs[0]
+    assert "xargs-ok" in obs[1], obs[1]

@@ -452,7 +452,8 @@ def _check_commands(
                     raise _Denied(
                         "commands",
                         "commands.allow",
-                        f"command '{cmd.display()}' runs a program chosen at run time",
+                        f"command '{cmd.display()}' runs a program chosen at run time"
+                        + (f" ({cmd.why})" if cmd.why else ""),
                         cmd.display(),
                     )
                 if not group.allowing(cmd):

@@ -42,6 +42,8 @@ class SimpleCommand:
 
     argv: tuple[Token, ...]
     transparent: bool = False
+    #: Why the program cannot be known, when charter could not read the line that far.
+    why: str | None = field(default=None, compare=False)
     #: The basename of ``argv[0]``, or ``None`` when it is computed at run time.
     program: str | None = field(init=False, compare=False)
 
@@ -303,9 +305,7 @@ def _literal(node: Node) -> Token:
 
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "fish", "busybox-sh"})
 
-# Options that take a separate value, per launcher; everything else starting with ``-``
-# is a flag. Unknown options of a launcher are treated as flags (the next token is then
-# taken as the command, which errs towards judging more, not less).
+# Options that take a separate value, per launcher.
 _OPTS_WITH_VALUE: dict[str, frozenset[str]] = {
     "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
     "timeout": frozenset({"-s", "--signal", "-k", "--kill-after"}),
@@ -379,6 +379,264 @@ _OPTS_WITH_VALUE: dict[str, frozenset[str]] = {
     "firejail": frozenset(),
 }
 
+# Options that take no value, per launcher (from each program's manual). With the table
+# above this is the launcher's whole grammar: an option in neither is one charter cannot
+# read, so the program the launcher runs is unknown (denied under an allow list).
+_FLAGS: dict[str, frozenset[str]] = {
+    "env": frozenset(
+        {
+            "-i",
+            "--ignore-environment",
+            "-0",
+            "--null",
+            "-v",
+            "--debug",
+            "-",
+            "--block-signal",
+            "--default-signal",
+            "--ignore-signal",
+            "--list-signal-handling",
+        }
+    ),
+    "timeout": frozenset({"--preserve-status", "--foreground", "-v", "--verbose"}),
+    "nice": frozenset(),
+    "nohup": frozenset(),
+    "time": frozenset(
+        {"-p", "--portability", "-v", "--verbose", "-a", "--append", "-q", "--quiet"}
+    ),
+    "command": frozenset({"-p", "-v", "-V"}),
+    "builtin": frozenset(),
+    "exec": frozenset({"-c", "-l"}),
+    "setsid": frozenset({"-c", "--ctty", "-f", "--fork", "-w", "--wait"}),
+    "stdbuf": frozenset(),
+    "ionice": frozenset({"-t", "--ignore"}),
+    "unbuffer": frozenset({"-p"}),
+    "sudo": frozenset(
+        {
+            "-A",
+            "--askpass",
+            "-b",
+            "--background",
+            "-B",
+            "--bell",
+            "-E",
+            "--preserve-env",
+            "-H",
+            "--set-home",
+            "-i",
+            "--login",
+            "-K",
+            "--remove-timestamp",
+            "-k",
+            "--reset-timestamp",
+            "-N",
+            "--no-update",
+            "-n",
+            "--non-interactive",
+            "-P",
+            "--preserve-groups",
+            "-S",
+            "--stdin",
+            "-s",
+            "--shell",
+        }
+    ),
+    "doas": frozenset({"-n", "-s"}),
+    "runuser": frozenset({"-l", "--login", "-m", "-p", "--preserve-environment"}),
+    "xargs": frozenset(
+        {
+            "-0",
+            "--null",
+            "-e",
+            "--eof",
+            "-i",
+            "--replace",
+            "-l",
+            "--max-lines",
+            "-o",
+            "--open-tty",
+            "-p",
+            "--interactive",
+            "-r",
+            "--no-run-if-empty",
+            "-t",
+            "--verbose",
+            "-x",
+            "--exit",
+        }
+    ),
+    "strace": frozenset(
+        {
+            "-f",
+            "-ff",
+            "-c",
+            "-C",
+            "-d",
+            "-D",
+            "-F",
+            "-i",
+            "-k",
+            "-q",
+            "-qq",
+            "-r",
+            "-t",
+            "-tt",
+            "-ttt",
+            "-T",
+            "-v",
+            "-w",
+            "-x",
+            "-xx",
+            "-y",
+            "-yy",
+            "-z",
+            "-Z",
+            "-n",
+        }
+    ),
+    "ltrace": frozenset({"-f", "-c", "-C", "-i", "-r", "-S", "-t", "-tt", "-ttt", "-T", "-b"}),
+    "watch": frozenset(
+        {
+            "-b",
+            "--beep",
+            "-c",
+            "--color",
+            "-C",
+            "--no-color",
+            "-d",
+            "--differences",
+            "-e",
+            "--errexit",
+            "-g",
+            "--chgexit",
+            "-p",
+            "--precise",
+            "-t",
+            "--no-title",
+            "-w",
+            "--no-wrap",
+            "-x",
+            "--exec",
+        }
+    ),
+    "flock": frozenset(
+        {
+            "-s",
+            "--shared",
+            "-x",
+            "-e",
+            "--exclusive",
+            "-u",
+            "--unlock",
+            "-n",
+            "--nb",
+            "--nonblock",
+            "-o",
+            "--close",
+            "-F",
+            "--no-fork",
+            "--verbose",
+        }
+    ),
+    "chroot": frozenset({"--skip-chdir"}),
+    "taskset": frozenset({"-a", "--all-tasks", "-p", "--pid", "-c", "--cpu-list"}),
+    "chrt": frozenset(
+        {
+            "-a",
+            "--all-tasks",
+            "-b",
+            "--batch",
+            "-d",
+            "--deadline",
+            "-f",
+            "--fifo",
+            "-i",
+            "--idle",
+            "-o",
+            "--other",
+            "-r",
+            "--rr",
+            "-R",
+            "--reset-on-fork",
+            "-p",
+            "--pid",
+            "-m",
+            "--max",
+            "-v",
+            "--verbose",
+        }
+    ),
+    "nsenter": frozenset(
+        {
+            "-a",
+            "--all",
+            "-m",
+            "--mount",
+            "-u",
+            "--uts",
+            "-i",
+            "--ipc",
+            "-n",
+            "--net",
+            "-p",
+            "--pid",
+            "-U",
+            "--user",
+            "-C",
+            "--cgroup",
+            "-T",
+            "--time",
+            "-r",
+            "--root",
+            "-w",
+            "--wd",
+            "-F",
+            "--no-fork",
+            "--preserve-credentials",
+            "-Z",
+            "--follow-context",
+        }
+    ),
+    "firejail": frozenset(),  # every firejail option is --name or --name=value
+}
+
+# Short options whose value may be attached (``xargs -i{}``, ``stdbuf -oL``, ``nsenter -t1``).
+_ATTACHED_OPTIONAL = {"xargs": ("-e", "-i", "-l"), "watch": ("-d",)}
+
+
+class _UnknownOption(Exception):
+    def __init__(self, option: str) -> None:
+        super().__init__(option)
+        self.option = option
+
+
+def _known_option(program: str, tok: str) -> int:
+    """How many tokens a launcher option takes (1 or 2); raise for an option it lacks."""
+    with_value = _OPTS_WITH_VALUE[program]
+    flags = _FLAGS.get(program, frozenset())
+    if tok in with_value:
+        return 2
+    if tok in flags:
+        return 1
+    if tok.startswith("--"):
+        name = tok.split("=", 1)[0]
+        if program == "firejail" or ("=" in tok and (name in with_value or name in flags)):
+            return 1
+        raise _UnknownOption(tok)
+    if program == "nice" and tok[1:].isdigit():
+        return 1  # nice -10: the historical adjustment spelling
+    if tok[:2] in with_value or tok[:2] in _ATTACHED_OPTIONAL.get(program, ()):
+        return 1  # a value attached to a short option
+    # a cluster of short flags (``-fT``), the last of which may take the next token
+    letters = [f"-{c}" for c in tok[1:]]
+    if all(flag in flags for flag in letters[:-1]):
+        if letters[-1] in flags:
+            return 1
+        if letters[-1] in with_value:
+            return 2
+    raise _UnknownOption(tok)
+
+
 # Launchers that change privilege or confinement must be allowed in their own right.
 _PRIVILEGED = frozenset({"sudo", "doas", "su", "runuser", "chroot", "nsenter", "pkexec"})
 
@@ -443,7 +701,16 @@ def _unwrap(argv: tuple[Token, ...], depth: int) -> Iterator[SimpleCommand]:
         yield from _find_exec(argv, depth)
         return
     if program in _OPTS_WITH_VALUE:
-        inner = _launcher_inner(program, argv)
+        try:
+            inner = _launcher_inner(program, argv)
+        except _UnknownOption as exc:
+            yield SimpleCommand(argv, transparent=program not in _PRIVILEGED)
+            yield SimpleCommand(
+                (None,),
+                why=f"{program} option '{exc.option}' is not in charter's table of {program}'s "
+                "options, so the program it runs cannot be known",
+            )
+            return
         if program == "env":
             split = _option_value(argv, ("-S", "--split-string"))
             if split is _UNKNOWN:
@@ -541,7 +808,6 @@ def _option_value(argv: tuple[Token, ...], names: tuple[str, ...]) -> str | _Unk
 
 
 def _launcher_inner(program: str, argv: tuple[Token, ...]) -> tuple[Token, ...]:
-    with_value = _OPTS_WITH_VALUE[program]
     positionals = _LEADING_POSITIONALS.get(program, 0)
     i = 1
     while i < len(argv):
@@ -564,10 +830,7 @@ def _launcher_inner(program: str, argv: tuple[Token, ...]) -> tuple[Token, ...]:
             i += 1
             continue
         if tok.startswith("-") and len(tok) > 1:
-            if tok in with_value:
-                i += 2
-                continue
-            i += 1
+            i += _known_option(program, tok)
             continue
         if positionals:
             positionals -= 1
