@@ -146,6 +146,49 @@ def test_symlink_swapped_after_the_decision_is_not_followed(
     assert outside.read_text() == "keep"
 
 
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("read", {}),
+        ("write", {"content": "pwned"}),
+        ("edit", {"old_string": "keep", "new_string": "pwned"}),
+    ],
+)
+def test_parent_directory_swapped_after_the_decision_is_not_followed(
+    ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, args: dict[str, Any]
+) -> None:
+    """The class, not the example: a link swapped in for a *directory* of the path."""
+    from charter.agent import builtins
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "a.txt").write_text("keep")
+    real = builtins.resolve_target
+
+    def racing(value: str, ctx: Any) -> str:
+        resolved = real(value, ctx)
+        (ws / "src").rename(ws / "src.moved")
+        (ws / "src").symlink_to(elsewhere, target_is_directory=True)
+        return resolved
+
+    monkeypatch.setattr(builtins, "resolve_target", racing)
+    tool = {t.name: t for t in builtin_tools(str(ws), names=(name,))}[name]
+    with pytest.raises(OSError):
+        tool.handler(path="src/a.txt", **args)
+    assert (elsewhere / "a.txt").read_text() == "keep"
+
+
+def test_plain_files_still_open_through_the_walk(ws: Path) -> None:
+    obs = _run(
+        ws,
+        tc("write", path="src/deep/new.txt", content="made"),
+        tc("read", path="src/deep/new.txt"),
+        tc("edit", path="src/a.txt", old_string="hello", new_string="bye"),
+    )
+    assert "permission_denied" not in obs[0] and obs[1] == "made"
+    assert (ws / "src" / "a.txt").read_text() == "bye\n"
+
+
 def test_tilde_user_resolves_like_the_shell() -> None:
     import pwd
 

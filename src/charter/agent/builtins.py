@@ -37,16 +37,37 @@ def _resolve(ctx: PathContext, path: str) -> Path:
     return Path(resolve_target(path, ctx))
 
 
+def _open_resolved(target: Path, flags: int, mode: int = 0o644) -> int:
+    """Open the path the policy decided on, following no symlink at any component.
+
+    ``resolve_target`` already resolved every link, so a link met now was planted after
+    the decision (a swapped file *or* a swapped parent directory): the walk from ``/``
+    opens each directory with ``O_NOFOLLOW`` relative to the previous one and fails
+    (``ELOOP``/``ENOTDIR``) instead of following it.
+    """
+    parts = target.parts
+    if not target.is_absolute() or len(parts) < 2:
+        raise OSError(f"refusing to open {target!s}: not an absolute resolved path")
+    directory = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[1:-1]:
+            inner = os.open(part, directory, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
 def _read_text(target: Path, errors: str = "strict") -> str:
-    # O_NOFOLLOW: a symlink planted after the decision is refused, not followed.
-    fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    fd = _open_resolved(target, os.O_RDONLY)
     with os.fdopen(fd, "r", encoding="utf-8", errors=errors) as handle:
         return handle.read()
 
 
 def _write_text(target: Path, text: str) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(target, flags, 0o644)
+    fd = _open_resolved(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
 
