@@ -157,11 +157,6 @@ def test_programs_judged_are_programs_executed(line: str) -> None:
     check(line)
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 10 section 1, 'argv as the kernel sees it': words after a redirection "
-    "(`env >/dev/null cat x`) are not yet read as arguments by charter.policy's parser",
-)
 @SETTINGS
 @given(line=command_line(anywhere=True))
 def test_programs_judged_are_programs_executed_redirects_anywhere(line: str) -> None:
