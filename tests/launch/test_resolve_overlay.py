@@ -96,6 +96,24 @@ def test_includes_of_files_and_personas_with_substitution(project: Path) -> None
     assert "BASE FOR CLAUDE" in charter("print-overlay", "claude", "p", cwd=project).stdout
 
 
+def test_includes_found_in_the_shared_folder(project: Path) -> None:
+    """agent-persona's init template: snippets in .personas/.shared/, included by name."""
+    personas = project / ".personas"
+    write(personas / ".shared" / "snippets" / "git.md", "GIT RULES for {{tool}}\n")
+    write(personas / "_shared" / "style.md", "STYLE\n")
+    make_persona(
+        personas,
+        "p",
+        '<!-- include {"file": "snippets/git.md"} -->\n<!-- include {"file": "style.md"} -->\n',
+    )
+    out = charter("print-overlay", "codex", "p", cwd=project)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "GIT RULES for codex\nSTYLE\n"
+    # a file next to the including one wins over the shared one
+    write(personas / "p" / "style.md", "LOCAL STYLE\n")
+    assert charter("print-overlay", "codex", "p", cwd=project).stdout.endswith("LOCAL STYLE\n")
+
+
 def test_include_cycles_and_bad_directives_are_clear_errors(project: Path) -> None:
     personas = project / ".personas"
     make_persona(personas, "a", '<!-- include {"persona": "b"} -->\n')
@@ -109,7 +127,9 @@ def test_include_cycles_and_bad_directives_are_clear_errors(project: Path) -> No
     assert out.returncode == 2 and "include cycle" in out.stderr
     make_persona(personas, "d", '<!-- include {"file": "missing.md"} -->\n')
     out = charter("print-overlay", "codex", "d", cwd=project)
-    assert out.returncode == 2 and "included file not found" in out.stderr
+    assert out.returncode == 2 and "'missing.md' not found; looked in:" in out.stderr
+    assert str(personas / "d" / "missing.md") in out.stderr  # every place, in order
+    assert str(personas / ".shared" / "missing.md") in out.stderr
     make_persona(personas, "e", "<!-- include {nope} -->\n")
     out = charter("print-overlay", "codex", "e", cwd=project)
     assert out.returncode == 2 and "not JSON" in out.stderr and "AGENTS.md:1" in out.stderr

@@ -3,7 +3,8 @@
 * the tool-specific file (``CLAUDE.md``, ``GEMINI.md``) wins over ``AGENTS.md``;
 * the repository-wide meta file ``.personas/.shared/meta.AGENTS.md`` (``_shared`` also
   works; a ``meta.CLAUDE.md`` next to it wins for that tool) goes on top or at the bottom;
-* ``<!-- include {"file": "x.md"} -->`` (relative to the including file) and
+* ``<!-- include {"file": "x.md"} -->`` (relative to the including file, else in
+  ``.personas/.shared/`` then ``_shared/``; a miss names every place looked) and
   ``<!-- include {"persona": "name"} -->`` (that persona's instructions for the same tool)
   are expanded recursively; a cycle is an error naming the chain;
 * ``{{persona}}`` and ``{{tool}}`` are substituted; any other ``{{...}}`` is left and warned.
@@ -37,6 +38,7 @@ class Overlay:
     meta: str | None = None
     includes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    shared: list[str] = field(default_factory=list)  # where includes are also looked up
 
 
 def instructions_file(persona: Persona, tool: str) -> str | None:
@@ -46,17 +48,24 @@ def instructions_file(persona: Persona, tool: str) -> str | None:
     return persona.instructions.file_for(tool)
 
 
-def find_meta(manifest: Manifest, target: str) -> str | None:
-    """The repository-wide meta file (project persona roots only)."""
+def shared_dirs(manifest: Manifest) -> list[str]:
+    """``.personas/.shared`` (then ``_shared``) of each project persona root, in order."""
+    out: list[str] = []
     for root, origin in manifest.persona_roots:
         if origin not in ("project", "explicit"):
             continue
         base = root if os.path.basename(root) == ".personas" else os.path.dirname(root)
-        for sub in META_DIRS:
-            for name in (f"meta.{target}", "meta.AGENTS.md"):
-                candidate = os.path.join(base, sub, name)
-                if os.path.isfile(candidate):
-                    return candidate
+        out.extend(os.path.join(base, sub) for sub in META_DIRS)
+    return list(dict.fromkeys(out))
+
+
+def find_meta(manifest: Manifest, target: str) -> str | None:
+    """The repository-wide meta file (project persona roots only)."""
+    for directory in shared_dirs(manifest):
+        for name in (f"meta.{target}", "meta.AGENTS.md"):
+            candidate = os.path.join(directory, name)
+            if os.path.isfile(candidate):
+                return candidate
     return None
 
 
@@ -82,7 +91,7 @@ def compose(
         raise OverlayError(f"meta position must be one of {', '.join(META_POSITIONS)}")
     find = lookup or manifest.get
     source = instructions_file(persona, tool)
-    result = Overlay("", source or "", target)
+    result = Overlay("", source or "", target, shared=shared_dirs(manifest))
     if source is None:
         body = f"# {persona.name}\n\n{persona.description}\n"
     else:
@@ -128,13 +137,19 @@ def _expand(
                 f'{where}: expected {{"file": "..."}} or {{"persona": "..."}}, got {match.group(1)}'
             )
         if "file" in spec:
-            target = os.path.expanduser(spec["file"])
-            if not os.path.isabs(target):
-                target = os.path.join(os.path.dirname(path), target)
-            target = os.path.normpath(target)
+            wanted = os.path.expanduser(spec["file"])
+            # next to the including file first, then the shared snippet folders (as
+            # agent-persona's init template lays them out)
+            bases = [""] if os.path.isabs(wanted) else [os.path.dirname(path), *result.shared]
+            looked = [os.path.normpath(os.path.join(base, wanted)) for base in bases]
+            found = next((c for c in looked if os.path.isfile(c)), None)
+            if found is None:
+                raise OverlayError(
+                    f"{where}: included file {spec['file']!r} not found; looked in: "
+                    + ", ".join(looked)
+                )
+            target = found
             key = ("file", target)
-            if not os.path.isfile(target):
-                raise OverlayError(f"{where}: included file not found: {target}")
         else:
             other = find(spec["persona"])
             if other is None:
