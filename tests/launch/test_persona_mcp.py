@@ -53,3 +53,19 @@ def test_env_value_that_is_not_scalar_names_server_and_key(project: Path) -> Non
     proc = charter("print-policy", "codex", "p", cwd=project)
     assert proc.returncode != 0
     assert "mcpServers.s.env.K" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("tool", ["claude", "codex", "gemini", "opencode"])
+def test_defaults_star_comes_before_the_cli_defaults(project: Path, tool: str) -> None:
+    """issue 19 item 5: defaults["*"] reaches every CLI, before its own defaults."""
+    make_persona(
+        project / ".personas",
+        "p",
+        defaults={"*": ["--star-arg"], tool: ["--own-arg"], "claud": ["--typo"]},
+    )
+    plan = plan_json(tool, "p", cwd=project)
+    assert plan["args"]["defaults"][:2] == ["--star-arg", "--own-arg"]
+    argv = plan["argv"]
+    assert argv.index("--star-arg") < argv.index("--own-arg")
+    assert "--typo" not in argv
+    assert any("defaults['claud']" in n and "ignored" in n for n in plan["notes"])

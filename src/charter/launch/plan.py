@@ -138,11 +138,13 @@ def policy_present(policy: Policy) -> bool:
     return any(k != "name" for k in policy.to_dict())
 
 
-def _defaults(resolved: Resolved, tool: str) -> list[str]:
-    ins = resolved.persona.instructions
-    if ins is None:
-        return []
-    value = ins.defaults.get(tool)
+#: ``defaults`` keys for every CLI (applied before the CLI's own), and keys that are not
+#: argument lists.
+ALL_TOOLS_KEYS = ("*", "all")
+_NON_ARG_KEYS = ("tool",)
+
+
+def _args_of(value: Any) -> list[str]:
     if isinstance(value, Mapping):
         value = value.get("args")
     if isinstance(value, str):
@@ -150,6 +152,25 @@ def _defaults(resolved: Resolved, tool: str) -> list[str]:
     if isinstance(value, Sequence):
         return [str(v) for v in value]
     return []
+
+
+def _defaults(resolved: Resolved, tool: str, notes: list[str] | None = None) -> list[str]:
+    """``defaults["*"]`` (every CLI) then ``defaults[tool]``, as seed 004 layers them."""
+    ins = resolved.persona.instructions
+    if ins is None:
+        return []
+    out: list[str] = []
+    for key in (*ALL_TOOLS_KEYS, tool):
+        out.extend(_args_of(ins.defaults.get(key)))
+    if notes is not None:
+        known = {*ALL_TOOLS_KEYS, *_NON_ARG_KEYS, *TRANSLATORS}
+        for key in ins.defaults:
+            if key not in known:
+                notes.append(
+                    f"persona.json defaults[{key!r}] is not a CLI charter launches "
+                    f"({', '.join(sorted(TRANSLATORS))}) nor '*': ignored"
+                )
+    return out
 
 
 def default_run_mode(env: Mapping[str, str]) -> str:
@@ -216,7 +237,7 @@ def build_plan(opts: LaunchOptions) -> Plan:
     translate, yolo = TRANSLATORS[spec.name]
     translation = translate(ctx)
     notes: list[str] = []
-    defaults = _defaults(resolved, spec.name)
+    defaults = _defaults(resolved, spec.name, notes)
     enforcing = has_policy or explicit_tier
     if not enforcing:
         extra, note = yolo(ctx)

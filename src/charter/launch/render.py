@@ -44,6 +44,7 @@ def launch_notices(d: dict[str, Any]) -> list[str]:
             + f" (silence with {QUIET_ENV}=1)"
         )
     out += [f"charter: {d['overlay_file']}: {w}" for w in d.get("overlay_warnings", [])]
+    out += [f"charter: {n}" for n in d.get("notes", []) if n.startswith("persona.json defaults[")]
     return out
 
 
