@@ -338,6 +338,8 @@ def dependencies(plan: Plan) -> list[str]:
         deps.add(os.path.abspath(manifest.manifest_path))
     for source in plan.resolved.persona.sources:
         deps.add(source.path)
+    if plan.resolved.persona.instructions is not None:  # persona.json include fragments
+        deps.update(plan.resolved.persona.instructions.includes)
     deps.update(p for p in (plan.overlay.source, plan.overlay.meta, *plan.overlay.includes) if p)
     for directory in env.get("PATH", "").split(os.pathsep):
         if directory:

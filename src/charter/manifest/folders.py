@@ -17,6 +17,7 @@ from charter.policy import Policy
 
 from .errors import Collector, join
 from .fields import type_name, unknown_field_message
+from .includes import resolve_includes
 from .model import Instructions, Persona, PersonaSource
 from .persona import parse_policy
 from .source_text import parse_json, read_text
@@ -86,6 +87,7 @@ def describe(agents_md: str) -> str:
 
 def load_folder(folder: Path, origin: str, errors: list[Collector]) -> FolderPersona | None:
     """Read one persona folder; problems go to a collector per file, appended to ``errors``."""
+    start = len(errors)
     col = Collector(str(folder))
     errors.append(col)
     name = folder.name
@@ -99,6 +101,7 @@ def load_folder(folder: Path, origin: str, errors: list[Collector]) -> FolderPer
     defaults: dict[str, object] = {}
     servers: dict[str, object] = {}
     policy = None
+    included: list[str] = []
     if json_file.exists():
         jcol = Collector(str(json_file))
         errors.append(jcol)
@@ -106,7 +109,11 @@ def load_folder(folder: Path, origin: str, errors: list[Collector]) -> FolderPer
         data = parse_json(text, jcol) if text is not None else None
         if text is not None and data is not None and not isinstance(data, Mapping):
             jcol.add("", f"expected a JSON object, got {type_name(data)}")
-        elif isinstance(data, Mapping):
+        elif (
+            isinstance(data, Mapping)
+            and (data := resolve_includes(data, json_file, folder.parent, errors, used=included))
+            is not None
+        ):
             for key, value in data.items():
                 if key not in PERSONA_JSON_KEYS:
                     jcol.add(
@@ -120,7 +127,7 @@ def load_folder(folder: Path, origin: str, errors: list[Collector]) -> FolderPer
                     defaults = dict(value)
                 else:
                     servers = _mcp_servers(value, jcol)
-        if jcol:
+        if any(errors[start:]):
             return None
     if col or agents_text is None:
         return None
@@ -135,6 +142,7 @@ def load_folder(folder: Path, origin: str, errors: list[Collector]) -> FolderPer
         persona_json=str(json_file) if json_file.is_file() else None,
         defaults=defaults,
         mcp_servers=servers,
+        includes=tuple(included),
     )
     return FolderPersona(
         name=name,

@@ -134,6 +134,8 @@ class Instructions:
     persona_json: str | None = None
     defaults: dict[str, Any] = field(default_factory=dict)
     mcp_servers: dict[str, Any] = field(default_factory=dict)
+    #: persona.json fragments pulled in by ``include`` (resolved paths, in merge order)
+    includes: tuple[str, ...] = ()
 
     def file_for(self, tool: str) -> str:
         """The instruction file a CLI reads: CLAUDE.md / GEMINI.md when present, else AGENTS.md."""
