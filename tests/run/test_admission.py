@@ -83,7 +83,7 @@ def test_bad_input_and_unknowns(make_pack: Callable[..., Path], tmp_path: Path) 
     )  # fmt: skip
     assert undeclared.exit_code == 1 and "does not declare" in undeclared.output
     unknown = persona_cli(pack, "run", "nobody", "--at", AT)
-    assert unknown.exit_code == 1 and "unknown persona" in unknown.output
+    assert unknown.exit_code == 2 and "unknown persona" in unknown.output  # bad input
     bad_at = persona_cli(pack, "run", "actor", "--at", "yesterday")
     assert bad_at.exit_code == 2
     both = persona_cli(pack, "run", "actor", "--schedule", "--inbox", "--at", AT)

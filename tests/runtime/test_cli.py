@@ -203,7 +203,7 @@ def test_trigger_takes_the_envelopes_persona_run_takes(run, tmp_path: Path) -> N
     ("args", "code", "message"),
     [
         (("status", "merge_captain", "--at", "yesterday"), 2, "RFC 3339"),
-        (("status", "nobody", "--at", AT), 1, "unknown persona"),
+        (("status", "nobody", "--at", AT), 2, "unknown persona"),
         (
             (
                 "trigger",

@@ -28,6 +28,16 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False))
 
 
+def json_requested() -> bool:
+    """Whether the running command was given ``--json`` (so its errors are JSON too)."""
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None:
+        if ctx.params.get("as_json"):
+            return True
+        ctx = ctx.parent
+    return False
+
+
 def emit_error(kind: str, message: str, **extra: Any) -> None:
     """The ``--json`` error contract: one object ``{"error": {"kind", "message", ...}}``."""
     emit_json({"error": {"kind": kind, "message": message, **extra}})
@@ -38,11 +48,17 @@ def fail(
     code: int = EXIT_FAILED,
     *,
     as_json: bool = False,
-    kind: str = "refused",
+    kind: str | None = None,
     **extra: Any,
 ) -> NoReturn:
-    """Report an error (stderr, or one JSON object on stdout under ``--json``) and exit."""
-    if as_json:
+    """Report an error (stderr, or one JSON object on stdout under ``--json``) and exit.
+
+    Under ``--json`` (given here or to the running command) the error is
+    ``{"error": {"kind", "message", ...}}`` on stdout; ``kind`` defaults to ``bad_input``
+    for exit 2 and ``refused`` otherwise.
+    """
+    if as_json or json_requested():
+        kind = kind or ("bad_input" if code == EXIT_BAD_INPUT else "refused")
         emit_error(kind, message, **extra)
     else:
         click.echo(f"error: {message}", err=True)
@@ -63,7 +79,7 @@ def read_json_object(path: Path, option: str) -> dict[str, Any]:
 
 def fail_input(message: str, *, as_json: bool = False, **extra: Any) -> NoReturn:
     """Report bad input (stderr, or JSON on stdout under ``--json``; no traceback), exit 2."""
-    if as_json:
+    if as_json or json_requested():
         emit_error("bad_input", message, **extra)
     else:
         click.echo(f"error: {message}" if "\n" not in message else message, err=True)

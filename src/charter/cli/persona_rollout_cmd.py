@@ -104,7 +104,7 @@ def _open(
     loaded = load_manifest(str(chosen) if chosen is not None else None)
     if not loaded.ok or (loaded.manifest_path is None and not loaded.personas):
         lines = [str(err) for err in loaded.errors] or ["no charter.toml found (pass --manifest)"]
-        _fail("\n".join(lines), EXIT_FAILED, as_json, kind="manifest_invalid")
+        _fail("\n".join(lines), EXIT_BAD_INPUT, as_json, kind="manifest_invalid")
     catalog = catalog_from_manifest(loaded)
     try:
         log = open_event_log(state_dir=state_dir, url=state_url)

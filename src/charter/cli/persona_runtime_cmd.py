@@ -35,6 +35,7 @@ from charter.runtime import (
     ScheduleError,
     SpecError,
     TriggerError,
+    UnknownPersonaError,
     open_event_log,
     parse_metadata,
     parse_time,
@@ -191,12 +192,14 @@ def _runtime(
     try:
         catalog = load_runtime_catalog(_manifest_from_context(manifest))
     except ManifestRefused as exc:
-        _fail(str(exc))
+        _fail(str(exc), EXIT_BAD_INPUT, kind="manifest_invalid")
     except (SpecError, ScheduleError) as exc:
         _fail(str(exc), EXIT_BAD_INPUT)
     log = _open_log(state_url, state_dir)
     try:
         yield PersonaRuntime(log, catalog.personas, routes=catalog.routes, actor="charter-cli")
+    except UnknownPersonaError as exc:
+        _fail(str(exc), EXIT_BAD_INPUT, kind="unknown_persona")
     except PersonaRuntimeError as exc:
         _fail(str(exc))
     except TriggerError as exc:

@@ -45,6 +45,7 @@ from .errors import (
     ReceiptError,
     RunError,
     RunStopped,
+    UnknownPersona,
     WorkflowLoadError,
 )
 from .events import RunKind
@@ -72,6 +73,7 @@ __all__ = [
     "InteractiveApprover",
     "LiveBudget",
     "ManifestInvalid",
+    "UnknownPersona",
     "ModelPrice",
     "PriceTable",
     "PricingError",

@@ -9,6 +9,10 @@ class RunError(Exception):
     """A run cannot start: unknown persona, invalid manifest, bad input (the caller's fault)."""
 
 
+class UnknownPersona(RunError):
+    """The named persona is not in the manifest (bad input: exit 2 from the CLI)."""
+
+
 class ManifestInvalid(RunError):
     """The manifest does not validate; a persona never runs under a charter that fails checks."""
 

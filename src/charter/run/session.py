@@ -24,7 +24,7 @@ from charter.runtime import (
 from charter.runtime.clock import utc_now
 
 from .approvals import Approver
-from .errors import ManifestInvalid, RunError
+from .errors import ManifestInvalid, RunError, UnknownPersona
 from .prices import PriceTable, load_prices
 
 LLM_ENV = "CHARTER_LLM"
@@ -90,7 +90,7 @@ class Session:
         persona = self.manifest.get(name)
         if persona is None:
             known = ", ".join(self.manifest.names) or "none"
-            raise RunError(f"unknown persona {name!r}; known personas: {known}")
+            raise UnknownPersona(f"unknown persona {name!r}; known personas: {known}")
         return persona
 
     def close(self) -> None:
