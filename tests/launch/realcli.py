@@ -88,6 +88,8 @@ class Result:
 def _env(tool: str, home: Path, model: FakeModel, codex_home: Path) -> dict[str, str]:
     path = f"{clis_bin()}{os.pathsep}/usr/local/bin{os.pathsep}/usr/bin{os.pathsep}/bin"
     env = {"HOME": str(home), "PATH": path, "LANG": "C.UTF-8"}
+    # these tests measure what each CLI enforces by itself (the sandbox is tested apart)
+    env["CHARTER_LAUNCH_SANDBOX"] = "never"
     env["XDG_STATE_HOME"] = str(home / ".state")
     if tool == "claude":
         env.update(

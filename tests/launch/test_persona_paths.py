@@ -31,7 +31,9 @@ def _persona(project: Path, tmp_path: Path, home: Path) -> tuple[Path, Path]:
 
 
 def _plan(tool: str, project: Path, home: Path) -> dict:  # type: ignore[type-arg]
-    return plan_json(tool, "p", cwd=project, env=env_with(HOME=str(home)))
+    # what the CLI's own translation enforces (the sandbox around it is tested apart)
+    env = env_with(HOME=str(home), CHARTER_LAUNCH_SANDBOX="never")
+    return plan_json(tool, "p", cwd=project, env=env)
 
 
 def test_codex_writable_roots_never_widen(project: Path, tmp_path: Path) -> None:

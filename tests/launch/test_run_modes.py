@@ -22,6 +22,13 @@ from .conftest import charter, env_with, make_persona
 POLICY = {"tools": {"deny": ["webfetch"]}, "paths": {"deny": ["./secrets"]}}
 
 
+@pytest.fixture(autouse=True)
+def _no_os_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about run modes and locks; test_launch_sandbox.py is about the
+    sandbox around the CLI."""
+    monkeypatch.setenv("CHARTER_LAUNCH_SANDBOX", "never")
+
+
 def _unshare_available() -> bool:
     from charter.launch.runner import unshare_works
 

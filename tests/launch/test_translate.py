@@ -283,13 +283,16 @@ def test_strict_policy_refuses_naming_each_element(project: Path, fakebin: Path)
     )
     env = env_with(fakebin, FAKE_CLI_CAPTURE=str(project / "never.json"))
     out = charter(
-        "launch", "claude", "p", "--strict-policy", "--", "-p", "hi", cwd=project, env=env
-    )
+        "launch", "claude", "p", "--strict-policy", "--sandbox", "never", "--", "-p", "hi",
+        cwd=project, env=env,
+    )  # fmt: skip
     assert out.returncode == 3
     assert "network.deny (partial)" in out.stderr and "curl/wget" in out.stderr
     assert "commands.deny (partial)" in out.stderr
     assert not (project / "never.json").exists()
-    shown = charter("print-policy", "claude", "p", "--strict-policy", cwd=project).stdout
+    shown = charter(
+        "print-policy", "claude", "p", "--strict-policy", "--sandbox", "never", cwd=project
+    ).stdout
     assert "[FAIL] network.deny" in shown
     # Without --strict-policy the same persona launches (the gaps are reported).
     ok = charter("launch", "claude", "p", "--", "-p", "hi", cwd=project, env=env)

@@ -62,6 +62,13 @@ def _launch_options(func: F) -> F:
                 help="Refuse to launch when any policy element cannot be fully enforced.",
             ),
             click.option(
+                "--sandbox",
+                type=click.Choice(["auto", "always", "never"]),
+                default=None,
+                help="Wrap the CLI in charter's OS sandbox: auto (default: where the CLI "
+                "cannot enforce a path or network element), always, or never.",
+            ),
+            click.option(
                 "--run-mode",
                 type=click.Choice(["unshare", "swap"]),
                 help="unshare (default on Linux) or swap (env CHARTER_RUN_MODE).",
@@ -86,6 +93,7 @@ def _option_values(kw: dict[str, Any]) -> dict[str, Any]:
         "mcp": not kw.get("no_mcp", False),
         "strict": bool(kw.get("strict_policy", False)),
         "run_mode": kw.get("run_mode"),
+        "sandbox": kw.get("sandbox"),
     }
 
 

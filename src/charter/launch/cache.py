@@ -25,6 +25,12 @@ from .job import TMP_TOKEN
 CACHE_VERSION = 1
 CACHE_ENV = "CHARTER_LAUNCH_CACHE"
 _ENV_KEYS = (
+    # the sandbox's endpoint hosts follow these (charter.launch.sandboxing.BASE_URL_VARS)
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_BASE_URL",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GEMINI_BASE_URL",
+    "OPENCODE_BASE_URL",
     "HOME",
     "PATH",
     "TMPDIR",

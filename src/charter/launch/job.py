@@ -26,6 +26,7 @@ class Job:
         "overlay_name",
         "overlay_text",
         "run_mode",
+        "sandbox",
         "target",
         "tmpdir",
         "tool",
@@ -48,6 +49,7 @@ class Job:
         files: dict[str, str] | None = None,
         tmpdir: str = "",
         run_mode: str = "swap",
+        sandbox: dict[str, Any] | None = None,
     ) -> None:
         self.tool = tool
         self.binary = binary
@@ -62,6 +64,7 @@ class Job:
         self.files = files if files is not None else {}  # name in tmpdir -> content
         self.tmpdir = tmpdir
         self.run_mode = run_mode
+        self.sandbox = sandbox  # charter.launch.sandboxing.spec, or None: run unwrapped
 
     def full_env(self) -> dict[str, str]:
         return {**self.base_env, **self.env}
@@ -84,6 +87,7 @@ class Job:
             "overlay_text": self.overlay_text,
             "files": {k: sub(v) for k, v in self.files.items()},
             "run_mode": self.run_mode,
+            "sandbox": _sub_json(self.sandbox, sub),
         }
 
     @classmethod
@@ -105,7 +109,19 @@ class Job:
             files={k: sub(v) for k, v in data["files"].items()},
             tmpdir=tmpdir,
             run_mode=data["run_mode"],
+            sandbox=_sub_json(data.get("sandbox"), sub),
         )
+
+
+def _sub_json(value: Any, sub: Any) -> Any:
+    """``value`` with the temp dir token swapped in every string (the sandbox spec)."""
+    if isinstance(value, str):
+        return sub(value)
+    if isinstance(value, list):
+        return [_sub_json(v, sub) for v in value]
+    if isinstance(value, dict):
+        return {k: _sub_json(v, sub) for k, v in value.items()}
+    return value
 
 
 def new_tmpdir(tool: str, euid: int) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from charter.manifest.discovery import find_repo_root
 from charter.policy import Policy
 
+from . import sandboxing
 from .argv import Layered, layer
 from .clis import CLIS, CliSpec, get_cli
 from .errors import LaunchError
@@ -43,6 +44,7 @@ class LaunchOptions:
     strict: bool = False
     run_mode: str | None = None
     tmpdir: str | None = None
+    sandbox: str | None = None  # auto | always | never (None: the policy's, else auto)
 
 
 @dataclass
@@ -62,6 +64,8 @@ class Plan:
     target: str  # absolute path of the instructions file the CLI reads
     strict: bool
     notes: list[str] = field(default_factory=list)
+    sandbox_mode: str = "never"
+    sandbox: dict[str, Any] | None = None  # charter.launch.sandboxing.spec, when wrapped
 
     @property
     def elements(self) -> list[Element]:
@@ -95,6 +99,7 @@ class Plan:
             files=dict(self.translation.files),
             tmpdir=self.tmpdir,
             run_mode=self.run_mode,
+            sandbox=self.sandbox,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -106,6 +111,11 @@ class Plan:
             "overlay_source": self.overlay.source,
             "overlay_target": self.target,
             "run_mode": self.run_mode,
+            "sandbox": {
+                "mode": self.sandbox_mode,
+                "wrapped": self.sandbox is not None,
+                "reasons": list(self.sandbox["reasons"]) if self.sandbox else [],
+            },
             "autonomy_tier": str(persona.autonomy_tier),
             "has_policy": self.has_policy,
             "strict_policy": self.strict,
@@ -237,6 +247,16 @@ def build_plan(opts: LaunchOptions) -> Plan:
     translate, yolo = TRANSLATORS[spec.name]
     translation = translate(ctx)
     notes: list[str] = []
+    try:
+        sandbox_mode = sandboxing.decide_mode(opts.sandbox, policy, env)
+    except ValueError as exc:
+        raise LaunchError(str(exc), 2) from None
+    gaps = sandboxing.gap_elements(translation.elements)
+    sandbox_spec: dict[str, Any] | None = None
+    if sandboxing.wanted(sandbox_mode, policy, gaps):
+        reasons = [f"{e.key}: {e.strength} in {spec.name} ({e.reason})" for e in gaps]
+        sandbox_spec = sandboxing.spec(policy, spec.name, env, home, tmpdir, reasons)
+        translation.elements = sandboxing.enforced_by_sandbox(translation.elements, gaps)
     defaults = _defaults(resolved, spec.name, notes)
     enforcing = has_policy or explicit_tier
     if not enforcing:
@@ -293,6 +313,8 @@ def build_plan(opts: LaunchOptions) -> Plan:
         target=target,
         strict=opts.strict,
         notes=notes,
+        sandbox_mode=sandbox_mode,
+        sandbox=sandbox_spec,
     )
 
 

@@ -58,6 +58,13 @@ def render_plan(d: dict[str, Any]) -> str:
         f"Tool:            {d['tool']}",
         f"Overlay file:    {d['overlay_file']} (from {d['overlay_source'] or 'description'})",
         f"Autonomy tier:   {d['autonomy_tier']}",
+        "OS sandbox:      "
+        + (
+            f"bubblewrap ({d['sandbox']['mode']}): {len(d['sandbox']['reasons'])} element(s) "
+            "the CLI cannot hold alone"
+            if d.get("sandbox", {}).get("wrapped")
+            else f"none ({d.get('sandbox', {}).get('mode', 'auto')})"
+        ),
         f"Permission mode: {d['permission_mode'] or '(CLI default)'}",
         f"Run mode:        {d['run_mode']}",
         "",

@@ -201,6 +201,47 @@ def _run_child(argv: list[str], job: Job) -> int:
                 continue
 
 
+def _run_sandboxed(job: Job, overlay_path: str) -> int:
+    """Run the CLI inside ``charter.sandbox`` (bubblewrap; the proxy for its network).
+
+    The overlay is bound read-only over the placeholder at ``job.target`` inside the
+    sandbox, as unshare mode does; the CLI's binary directory stays visible even when the
+    sandbox gives it a private ``/tmp``. No sandbox can be made: refuse (fail closed).
+    """
+    from charter.policy import Frame, Policy
+    from charter.sandbox import SandboxUnavailable, sandbox_for
+
+    assert job.sandbox is not None
+    frame = Frame(Policy.from_dict(job.sandbox["policy"]), label="launch:persona")
+    env = job.full_env()
+    home = env.get("HOME") or os.path.expanduser("~")
+    box = sandbox_for(
+        [frame], job.workspace, home=home, extra_writable=job.sandbox["extra_writable"]
+    )
+    if isinstance(box, SandboxUnavailable):
+        raise LaunchError(
+            f"{job.tool}: the persona's policy needs an OS sandbox here "
+            f"({'; '.join(job.sandbox['reasons']) or 'paths or network'}), and none can be "
+            f"made: {'; '.join(box.reasons)} (--sandbox=never launches without it, refused under "
+            "--strict-policy)",
+            1,
+        )
+    if box is None:  # the policy restricts nothing the sandbox enforces
+        return _run_child(job.argv, job)
+    binary = os.path.realpath(job.argv[0])
+    binds = [(overlay_path, job.target)]
+    for directory in dict.fromkeys((os.path.dirname(job.argv[0]), os.path.dirname(binary))):
+        binds.append((directory, directory))
+    with box:
+        inside = {**env, **{k: v for k, v in box.env().items() if "proxy" in k.lower()}}
+        argv = box.wrap(job.argv, cwd=job.workspace, env=inside, new_session=False, binds=binds)
+        status = _run_child(argv, job)
+        receipt = box.receipt(status)
+    for refusal in receipt.refused_hosts:
+        print(f"charter: sandbox refused {refusal.host}: {refusal.reason}", file=sys.stderr)
+    return status
+
+
 def execute(job: Job) -> int:
     """Run the job; return the exit status to exit with (negative: die of that signal)."""
     check_binary(job)
@@ -215,6 +256,9 @@ def execute(job: Job) -> int:
             job.run_mode = "swap"
             job.env["AGENT_PERSONA_RUN_MODE"] = "swap"
         try:
+            if job.sandbox is not None:
+                with placeholder(job.target, env=job.base_env):
+                    return _run_sandboxed(job, overlay_path)
             if job.run_mode == "unshare":
                 with placeholder(job.target, env=job.base_env):
                     argv = namespace_argv(overlay_path, job.target, job.argv)

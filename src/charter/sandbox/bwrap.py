@@ -145,6 +145,7 @@ def bwrap_argv(
     proxy_socket: str | None = None,
     new_session: bool = True,
     bwrap: str | None = None,
+    binds: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     """The full argv running ``command`` under ``profile``.
 
@@ -187,6 +188,8 @@ def bwrap_argv(
         argv += ["--tmpfs", path, "--remount-ro", path]
     for path in profile.masked_files:
         argv += ["--ro-bind", "/dev/null", path]
+    for source, target in binds:  # the caller's read-only extras, e.g. a launch overlay
+        argv += ["--ro-bind", source, target]
     if profile.network is not NetworkMode.HOST:
         argv.append("--unshare-net")
     if proxy_socket and profile.network is NetworkMode.PROXY:

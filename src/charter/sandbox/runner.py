@@ -104,6 +104,7 @@ class Sandbox:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         new_session: bool = True,
+        binds: Sequence[tuple[str, str]] = (),
     ) -> list[str]:
         """``argv`` wrapped in bubblewrap under this sandbox's profile.
 
@@ -119,6 +120,7 @@ class Sandbox:
             env=self.env() if env is None else env,
             proxy_socket=self.proxy.socket_path if self.proxy else None,
             new_session=new_session,
+            binds=binds,
         )
 
     def receipt(self, exit_code: int | None, stderr: str = "") -> SandboxReceipt:

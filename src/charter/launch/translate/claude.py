@@ -213,9 +213,7 @@ def translate(ctx: Context) -> Translation:
         if not closed:
             # WebFetch knows hosts, not schemes: a scheme rule denies its host outright and
             # pre-approves nothing (never wider than the policy)
-            deny.extend(
-                f"WebFetch(domain:{d.split('://', 1)[-1]})" for d in net.deny if d != "*"
-            )
+            deny.extend(f"WebFetch(domain:{d.split('://', 1)[-1]})" for d in net.deny if d != "*")
             for d in allow_groups_literal(net) or []:
                 if "://" not in d:
                     allow.append(f"WebFetch(domain:{d})")

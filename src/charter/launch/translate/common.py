@@ -48,6 +48,7 @@ class Element:
     strength: str
     reason: str
     requested: bool = True  # False for implicit elements (default sensitive-path denies)
+    enforcer: str = "cli"  # cli, sandbox or both (charter.launch.sandboxing)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +58,7 @@ class Element:
             "strength": self.strength,
             "reason": self.reason,
             "requested": self.requested,
+            "enforced_by": self.enforcer,
         }
 
 
