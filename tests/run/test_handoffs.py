@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from .conftest import envelope, executed, persona_cli, persona_toml, run_json
 
@@ -118,3 +119,50 @@ def test_unrouted_handoff_is_reported(make_pack: Callable[..., Path], tmp_path: 
     data = run_json(pack, "actor", "--payload", str(envelope(tmp_path / "e.json", plan)))
     (item,) = data["handoffs"]
     assert item["status"] == "unrouted" and "no handoff route" in item["error"]
+
+
+def test_human_handoff_lands_in_the_inbox_and_is_acknowledged_once(
+    make_pack: Callable[..., Path], tmp_path: Path
+) -> None:
+    """issue 16: a human: target is an item a person sees, with payload and cause."""
+    import json
+
+    from .conftest import invoke
+
+    pack = _pack(make_pack)
+    plan = {
+        "handoffs": [
+            {"kind": "findings", "payload": {"pr": 41, "why": "flaky"}, "facts": {"blocking": True}}
+        ]
+    }
+    data = run_json(pack, "actor", "--payload", str(envelope(tmp_path / "e.json", plan)))
+    (dispatched,) = data["handoffs"]
+    state = ["--state-dir", str(pack / "state")]
+
+    def inbox(*args: str) -> Any:
+        return invoke(["inbox", *args, *state])
+
+    listed = json.loads(inbox("list", "--json").stdout)["items"]
+    (item,) = listed
+    assert item["group"] == "maintainers" and item["persona"] == "actor"
+    assert item["payload"] == {"pr": 41, "why": "flaky", "run_id": data["run_id"]}
+    assert item["handoff_id"] == dispatched["handoff_id"]
+    assert item["caused_by"]["kind"] == "persona.handoff.dispatched"
+    assert json.loads(inbox("list", "--group", "ops", "--json").stdout)["items"] == []
+    shown = inbox("show", item["item_id"])
+    assert shown.exit_code == 0 and "flaky" in shown.output and "open" in shown.output
+
+    acked = inbox("ack", item["item_id"], "--by", "dana", "--note", "on it", "--json")
+    assert acked.exit_code == 0, acked.output
+    assert json.loads(acked.stdout)["by"] == "dana"
+    again = inbox("ack", item["item_id"], "--json")
+    assert again.exit_code == 1
+    assert "already acknowledged by dana" in json.loads(again.stdout)["error"]["message"]
+    assert json.loads(inbox("list", "--json").stdout)["items"] == []
+    (everything,) = json.loads(inbox("list", "--all", "--json").stdout)["items"]
+    assert everything["acknowledged"]["note"] == "on it"
+    missing = inbox("show", "inbox_nope", "--json")
+    assert missing.exit_code == 2 and json.loads(missing.stdout)["error"]["kind"] == "not_found"
+    # both events are in the supervision feed
+    feed = invoke(["persona", "supervision", "tail", *state]).output
+    assert "persona.human_inbox.created" in feed and "persona.human_inbox.acknowledged" in feed

@@ -30,6 +30,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("charter.cli.init_cmd", "init", "Scaffold charter.toml and .personas/ here."),
     "approve": ("charter.cli.approve_cmd", "approve", "Approve a pending call of a persona run."),
     "deny": ("charter.cli.approve_cmd", "deny", "Deny a pending call of a persona run."),
+    "inbox": (
+        "charter.cli.inbox_cmd",
+        "inbox",
+        "Items human: handoffs leave for people: list, show, ack.",
+    ),
     "serve": (
         "charter.cli.serve_cmd",
         "serve",

@@ -41,6 +41,8 @@ class Kind:
     HANDOFF_DISPATCHED = "persona.handoff.dispatched"
     HANDOFF_RECEIVED = "persona.handoff.received"
     HANDOFF_ACCEPTED = "persona.handoff.accepted"
+    HUMAN_INBOX_CREATED = "persona.human_inbox.created"
+    HUMAN_INBOX_ACKNOWLEDGED = "persona.human_inbox.acknowledged"
 
 
 @dataclass(frozen=True)

@@ -199,6 +199,19 @@ def dispatch_handoff(
         batch.emit(handoff.from_persona, Kind.HANDOFF_DISPATCHED, common)
         if target.scheme == "persona":
             batch.emit(target.name, Kind.HANDOFF_RECEIVED, {**common, "payload": handoff.payload})
+        elif target.scheme == "human":
+            # an item a person sees (charter inbox, the console), with what caused it
+            batch.emit(
+                handoff.from_persona,
+                Kind.HUMAN_INBOX_CREATED,
+                {
+                    **common,
+                    "item_id": batch.new_id("inbox"),
+                    "group": target.name,
+                    "payload": handoff.payload,
+                    "caused_by": {"event_id": first, "kind": Kind.HANDOFF_DISPATCHED},
+                },
+            )
         return HandoffRecord(
             handoff_id,
             selected,
