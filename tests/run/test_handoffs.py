@@ -152,12 +152,33 @@ def test_human_handoff_lands_in_the_inbox_and_is_acknowledged_once(
     shown = inbox("show", item["item_id"])
     assert shown.exit_code == 0 and "flaky" in shown.output and "open" in shown.output
 
-    acked = inbox("ack", item["item_id"], "--by", "dana", "--note", "on it", "--json")
-    assert acked.exit_code == 0, acked.output
-    assert json.loads(acked.stdout)["by"] == "dana"
-    again = inbox("ack", item["item_id"], "--json")
+    # the console shows it, and its acknowledge button needs the token and the CSRF token
+    from starlette.testclient import TestClient
+
+    from charter.run import RunOptions
+    from charter.run.web import Access, build_app
+
+    token = "console-token-for-the-inbox-test-0123456789"
+    access = Access({token: "erin"})
+    client = TestClient(
+        build_app(RunOptions(manifest=pack, state_dir=pack / "state"), access=access)
+    )
+    auth = {"Authorization": f"Bearer {token}"}
+    assert "flaky" in client.get("/console/inbox", headers=auth).text
+    url = f"/api/inbox/{item['item_id']}/ack"
+    assert client.post(url, data={"note": "x"}).status_code == 401
+    assert client.post(url, data={"note": "x"}, headers=auth).status_code == 403
+    assert json.loads(inbox("list", "--json").stdout)["items"]  # still open
+
+    csrf = access.csrf_token("erin")
+    acked = client.post(
+        url, data={"csrf": csrf, "note": "on it"}, headers={**auth, "accept": "application/json"}
+    )
+    assert acked.status_code == 200, acked.text
+    assert acked.json()["by"] == "console:erin"
+    again = inbox("ack", item["item_id"], "--by", "dana", "--json")
     assert again.exit_code == 1
-    assert "already acknowledged by dana" in json.loads(again.stdout)["error"]["message"]
+    assert "already acknowledged by console:erin" in json.loads(again.stdout)["error"]["message"]
     assert json.loads(inbox("list", "--json").stdout)["items"] == []
     (everything,) = json.loads(inbox("list", "--all", "--json").stdout)["items"]
     assert everything["acknowledged"]["note"] == "on it"

@@ -2,7 +2,7 @@
 
 Routes: ``POST /hooks/{provider}`` (HMAC, a thin call into :class:`~charter.run.serve.Server`),
 ``/status``, ``/healthz``, ``/readyz`` (reads the database), ``/metrics``, and the
-console: ``/console`` (fleet), ``/console/runs/{id}``, ``/console/approvals``,
+console: ``/console`` (fleet), ``/console/runs/{id}``, ``/console/approvals``, ``/console/inbox``,
 ``/console/feed`` (Server-Sent Events with ``supervision tail``'s cursor), their JSON
 under ``/api/...``, and ``POST /console/approvals/{run}/{call}`` (approve or deny).
 """
@@ -172,6 +172,38 @@ def build_app(
         done = quote_plus(f"{entry['status']} {entry['approval_id']}")
         return RedirectResponse(f"/console/approvals?done={done}", 303)
 
+    async def inbox_page(request: Request) -> Response:
+        items = await run_in_threadpool(data.inbox)
+        return page(request, "inbox.html", items=items,
+                    done=request.query_params.get("done"),
+                    error=request.query_params.get("error"))  # fmt: skip
+
+    async def inbox_api(request: Request) -> Response:
+        return JSONResponse(await run_in_threadpool(data.inbox))
+
+    async def acknowledge(request: Request) -> Response:
+        from charter.runtime.inbox import InboxError
+
+        form = {k: v[0] for k, v in parse_qs((await request.body()).decode()).items()}
+        who = request.state.identity
+        if not access.csrf_ok(who, form.get("csrf") or request.headers.get("x-csrf-token")):
+            return JSONResponse({"error": "missing or bad CSRF token"}, 403)
+        item_id = request.path_params["item_id"]
+        wants_json = "application/json" in request.headers.get("accept", "")
+        try:
+            entry = await run_in_threadpool(
+                lambda: data.acknowledge(
+                    item_id, by=f"console:{who}", note=(form.get("note") or "").strip() or None
+                )
+            )
+        except InboxError as exc:
+            if wants_json:
+                return JSONResponse({"error": str(exc)}, 409)
+            return RedirectResponse(f"/console/inbox?error={quote_plus(str(exc))}", 303)
+        if wants_json:
+            return JSONResponse(entry)
+        return RedirectResponse(f"/console/inbox?done={quote_plus('acknowledged ' + item_id)}", 303)
+
     async def feed(request: Request) -> Response:
         """SSE: frames after ``Last-Event-ID`` or ``?since=`` (strictly), then live ones."""
         since = request.headers.get("last-event-id") or request.query_params.get("since") or "0"
@@ -250,6 +282,10 @@ def build_app(
         Route("/console/approvals", approvals_page),
         Route("/console/approvals/{run_id}/{call_id}", decide, methods=["POST"]),
         Route("/console/feed", feed),
+        Route("/console/inbox", inbox_page),
+        Route("/console/inbox/{item_id}/ack", acknowledge, methods=["POST"]),
+        Route("/api/inbox", inbox_api),
+        Route("/api/inbox/{item_id}/ack", acknowledge, methods=["POST"]),
         Route("/api/fleet", fleet_api),
         Route("/api/runs/{run_id}", run_api),
         Route("/api/approvals", approvals_api),

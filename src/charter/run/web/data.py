@@ -201,5 +201,20 @@ class ConsoleData:
                 reason=reason,
             )
 
+    def inbox(self) -> list[dict[str, Any]]:
+        """Open ``human:`` inbox items (:mod:`charter.runtime.inbox`)."""
+        from charter.runtime import inbox
+
+        with self.log() as log:
+            return inbox.items(log)
+
+    def acknowledge(self, item_id: str, *, by: str, note: str | None) -> dict[str, Any]:
+        """Acknowledge an inbox item: the same event as ``charter inbox ack``."""
+        from charter.runtime import inbox
+
+        with self.log() as log:
+            runtime = PersonaRuntime(log, {}, actor="charter-console")
+            return inbox.acknowledge(runtime, item_id, at=self.clock(), by=by, note=note)
+
 
 __all__ = ["ConsoleData"]
