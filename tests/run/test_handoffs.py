@@ -3,6 +3,7 @@ adopts a policy_override as its top frame (a replacement, not a merge)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -187,3 +188,53 @@ def test_human_handoff_lands_in_the_inbox_and_is_acknowledged_once(
     # both events are in the supervision feed
     feed = invoke(["persona", "supervision", "tail", *state]).output
     assert "persona.human_inbox.created" in feed and "persona.human_inbox.acknowledged" in feed
+
+
+def test_worker_target_runs_the_named_persona_through_admission(
+    make_pack: Callable[..., Path], tmp_path: Path
+) -> None:
+    """issue 16: worker://NAME arrives (NAME's inbox, its own policy) instead of only
+    being recorded as dispatched; an unknown worker is an error at dispatch."""
+    routes = """
+[[handoff_routes]]
+id = "jobs"
+kind = "job"
+from = "actor"
+route = [ { target = "worker://other", when = "always" } ]
+
+[[handoff_routes]]
+id = "lost"
+kind = "lost"
+from = "actor"
+route = [ { target = "worker://nobody", when = "always" } ]
+"""
+    pack = make_pack(
+        persona_toml(handoffs='["worker://other", "worker://nobody"]'),
+        persona_toml("other"),
+        routes=routes,
+    )
+    plan = {"calls": [{"tool": "github", "args": {"action": "merge", "pr": 5}}]}
+    first = run_json(
+        pack,
+        "actor",
+        "--payload",
+        str(
+            envelope(
+                tmp_path / "e.json", {"handoffs": [{"kind": "job", "payload": {"plan": plan}}]}
+            )
+        ),
+    )
+    (dispatched,) = first["handoffs"]
+    assert dispatched["target"] == "worker://other"
+    (run,) = run_json(pack, "other", "--inbox")["runs"]
+    assert run["status"] == "completed" and run["trigger"]["source"] == "handoff"
+    assert executed(pack) == [{"action": "merge", "pr": 5}]  # other's own policy allows it
+    lost = run_json(
+        pack,
+        "actor",
+        "--payload",
+        str(envelope(tmp_path / "l.json", {"handoffs": [{"kind": "lost"}]}, ident="2")),
+        code=None,
+    )
+    (failed,) = lost["handoffs"]
+    assert "worker://nobody names no persona" in json.dumps(failed)

@@ -174,6 +174,13 @@ def dispatch_handoff(
     target = HandoffTarget.parse(selected.target)
     if target.scheme == "persona" and target.name not in runtime.personas:
         raise HandoffError(f"handoff target persona {target.name!r} is not known")
+    if target.scheme == "worker" and target.name not in runtime.personas:
+        # a worker is a persona run through admission; one this runtime cannot run would
+        # be a handoff recorded as dispatched that never arrives
+        raise HandoffError(
+            f"handoff target worker://{target.name} names no persona this runtime runs "
+            f"(known: {', '.join(sorted(runtime.personas)) or 'none'})"
+        )
     if handoff.policy_override is not None:
         try:
             Policy.from_dict(handoff.policy_override)
@@ -197,7 +204,10 @@ def dispatch_handoff(
         }
         first = batch.next_id
         batch.emit(handoff.from_persona, Kind.HANDOFF_DISPATCHED, common)
-        if target.scheme == "persona":
+        if target.scheme in ("persona", "worker"):
+            # worker://NAME lands in NAME's inbox like a persona target: the next
+            # `persona run --inbox` or `charter serve` admits and runs it under NAME's
+            # policy, or the route's policy_override
             batch.emit(target.name, Kind.HANDOFF_RECEIVED, {**common, "payload": handoff.payload})
         elif target.scheme == "human":
             # an item a person sees (charter inbox, the console), with what caused it
