@@ -30,6 +30,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "init": ("charter.cli.init_cmd", "init", "Scaffold charter.toml and .personas/ here."),
     "approve": ("charter.cli.approve_cmd", "approve", "Approve a pending call of a persona run."),
     "deny": ("charter.cli.approve_cmd", "deny", "Deny a pending call of a persona run."),
+    "audit": (
+        "charter.cli.audit_cmd",
+        "audit",
+        "Verify or export the event log's hash chain (tamper evidence).",
+    ),
     "inbox": (
         "charter.cli.inbox_cmd",
         "inbox",

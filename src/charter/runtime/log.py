@@ -49,6 +49,10 @@ class LogTransaction(ABC):
         """Events with ``event_id > after`` in id order, optionally for one persona."""
 
     @abstractmethod
+    def chains(self, *, after: int = 0, limit: int | None = None) -> list[tuple[int, str | None]]:
+        """``(event_id, chain hash)`` in id order (``None`` for events older than the chain)."""
+
+    @abstractmethod
     def load_snapshot(self, persona: str) -> Snapshot | None: ...
 
     @abstractmethod

@@ -20,6 +20,7 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from .audit import chain_hash
 from .events import TOPIC, Event, NewEvent
 from .log import EventLog, EventLogError, LogTransaction, Snapshot, check_limit
 
@@ -94,11 +95,22 @@ class _PgTxn(LogTransaction):
         ]
         if not out:
             return out
+        found = self._conn.execute(
+            sql.SQL("SELECT chain FROM {} WHERE topic = %s AND event_id = %s").format(
+                self._t("events")
+            ),
+            (topic, last),
+        ).fetchone()
+        previous: str | None = found[0] if found else None
+        links: list[str] = []
+        for e in out:
+            previous = chain_hash(previous, e)
+            links.append(previous)
         with self._conn.cursor() as cur:
             cur.executemany(
                 sql.SQL(
                     "INSERT INTO {} (topic, event_id, persona, persona_version, actor, kind, "
-                    "occurred_at, payload) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+                    "occurred_at, payload, chain) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
                 ).format(self._t("events")),
                 [
                     (
@@ -110,8 +122,9 @@ class _PgTxn(LogTransaction):
                         e.kind,
                         e.occurred_at,
                         Jsonb(e.payload),
+                        link,
                     )
-                    for e in out
+                    for e, link in zip(out, links, strict=True)
                 ],
             )
         self._conn.execute(
@@ -144,6 +157,17 @@ class _PgTxn(LogTransaction):
             Event(int(r[0]), self._log.topic, r[1], r[4], r[5], r[6], r[3], r[2])
             for r in self._conn.execute(query, params)
         ]
+
+    def chains(self, *, after: int = 0, limit: int | None = None) -> list[tuple[int, str | None]]:
+        check_limit(limit)
+        query = sql.SQL(
+            "SELECT event_id, chain FROM {} WHERE topic = %s AND event_id > %s ORDER BY event_id"
+        ).format(self._t("events"))
+        params: list[Any] = [self._log.topic, after]
+        if limit is not None:
+            query += sql.SQL(" LIMIT %s")
+            params.append(limit)
+        return [(int(r[0]), r[1]) for r in self._conn.execute(query, params)]
 
     def load_snapshot(self, persona: str) -> Snapshot | None:
         row = self._conn.execute(
@@ -210,9 +234,13 @@ class PostgresEventLog(EventLog):
                     "CREATE TABLE IF NOT EXISTS {}.events ("
                     " topic TEXT NOT NULL, event_id BIGINT NOT NULL, persona TEXT NOT NULL,"
                     " persona_version TEXT, actor TEXT NOT NULL, kind TEXT NOT NULL,"
-                    " occurred_at TIMESTAMPTZ NOT NULL, payload JSONB NOT NULL,"
+                    " occurred_at TIMESTAMPTZ NOT NULL, payload JSONB NOT NULL, chain TEXT,"
                     " PRIMARY KEY (topic, event_id))"
                 ).format(s)
+            )
+            # a log from before the hash chain: the chain starts with its next event
+            self._conn.execute(
+                sql.SQL("ALTER TABLE {}.events ADD COLUMN IF NOT EXISTS chain TEXT").format(s)
             )
             self._conn.execute(
                 sql.SQL(

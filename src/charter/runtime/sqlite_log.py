@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .audit import chain_hash
 from .clock import format_time, parse_time
 from .events import TOPIC, Event, NewEvent
 from .log import EventLog, EventLogError, LogTransaction, Snapshot, check_limit
@@ -27,6 +28,7 @@ CREATE TABLE IF NOT EXISTS events (
     kind TEXT NOT NULL,
     occurred_at TEXT NOT NULL,
     payload TEXT NOT NULL,
+    chain TEXT,
     PRIMARY KEY (topic, event_id)
 );
 CREATE INDEX IF NOT EXISTS events_by_persona ON events (topic, persona, event_id);
@@ -65,6 +67,10 @@ class _SqliteTxn(LogTransaction):
         last = self.last_event_id()
         out: list[Event] = []
         rows: list[tuple[Any, ...]] = []
+        found = self._conn.execute(
+            "SELECT chain FROM events WHERE topic = ? AND event_id = ?", (self._topic, last)
+        ).fetchone()
+        previous: str | None = found[0] if found else None
         for offset, new in enumerate(events, start=1):
             event = Event(
                 last + offset,
@@ -77,6 +83,7 @@ class _SqliteTxn(LogTransaction):
                 new.persona_version,
             )
             out.append(event)
+            previous = chain_hash(previous, event)
             rows.append(
                 (
                     self._topic,
@@ -87,12 +94,14 @@ class _SqliteTxn(LogTransaction):
                     event.kind,
                     format_time(event.occurred_at),
                     json.dumps(event.payload, separators=(",", ":"), sort_keys=True),
+                    previous,
                 )
             )
         if not rows:
             return out
         self._conn.executemany(
-            f"INSERT INTO events (topic, {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows
+            f"INSERT INTO events (topic, {_COLUMNS}, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
         )
         self._conn.execute(
             "INSERT INTO topics (topic, last_event_id) VALUES (?, ?) "
@@ -120,6 +129,17 @@ class _SqliteTxn(LogTransaction):
             )
             for r in self._conn.execute(sql, params)
         ]
+
+    def chains(self, *, after: int = 0, limit: int | None = None) -> list[tuple[int, str | None]]:
+        check_limit(limit)
+        sql = (
+            "SELECT event_id, chain FROM events WHERE topic = ? AND event_id > ? ORDER BY event_id"
+        )
+        params: list[Any] = [self._topic, after]
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [(int(r[0]), r[1]) for r in self._conn.execute(sql, params)]
 
     def load_snapshot(self, persona: str) -> Snapshot | None:
         row = self._conn.execute(
@@ -171,6 +191,9 @@ class SqliteEventLog(EventLog):
             self._conn.execute("BEGIN IMMEDIATE")
             for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
                 self._conn.execute(statement)
+            columns = {r[1] for r in self._conn.execute("PRAGMA table_info(events)")}
+            if "chain" not in columns:  # a log from before the hash chain: it starts now
+                self._conn.execute("ALTER TABLE events ADD COLUMN chain TEXT")
             self._conn.execute("COMMIT")
         except (sqlite3.Error, OSError) as exc:
             raise EventLogError(f"cannot open state at {self.path}: {exc}") from exc

@@ -165,8 +165,11 @@ class ConsoleData:
 
     def run(self, run_id: str) -> dict[str, Any] | None:
         """The run's events in order, its receipts with their decisions, and its record."""
+        from charter.runtime.audit import chain_status
+
         with self.log() as log:
             events = [e for e in log.iter_all() if e.payload.get("run_id") == run_id]
+            chain = chain_status(log, [e.event_id for e in events])
         if not events:
             return None
         receipts = []
@@ -182,7 +185,7 @@ class ConsoleData:
             "events": [supervision_frame(e) for e in events],
             "receipts": receipts,
             "record": record,
-            "hash_chain": None,  # the log has no hash chain yet
+            "hash_chain": chain,  # None: written before the log had a chain
         }
 
     def decide(

@@ -1,0 +1,148 @@
+"""The hash chain (issue 14): tamper with the rows, `charter audit verify` names the event.
+
+On both backends: an edited payload, a deleted row, two rows swapped and a removed tail
+are each found, with the first bad event id; an intact log verifies, including payloads
+with floats and non-ASCII text and events written by concurrent writers.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from click.testing import CliRunner
+
+from charter.runtime import EventLog, NewEvent
+from charter.runtime.audit import verify
+
+AT = datetime(2026, 11, 21, 9, tzinfo=UTC)
+
+
+def fill(log: EventLog, n: int = 8) -> None:
+    for i in range(n):
+        log.append(
+            [
+                NewEvent(
+                    "p" if i % 2 else "q",
+                    "persona.run.completed",
+                    AT + timedelta(seconds=i, microseconds=7 * i),
+                    {
+                        "i": i,
+                        "cost": 0.1 + 0.2 * i,
+                        "note": "zürich ✓",
+                        "nested": {"b": 1, "a": [i]},
+                    },
+                )
+            ]
+        )
+
+
+def sql(log: EventLog, statement: str, params: tuple[Any, ...] = ()) -> None:
+    """Change the rows behind charter's back (as an attacker with the file or DB would)."""
+    if log.backend == "sqlite":
+        conn = sqlite3.connect(log.path)  # type: ignore[attr-defined]
+        conn.execute(statement.replace("%s", "?").replace("{events}", "events"), params)
+        conn.commit()
+        conn.close()
+    else:
+        with log._conn.transaction():  # type: ignore[attr-defined]
+            table = f'"{log.schema}".events'  # type: ignore[attr-defined]
+            log._conn.execute(statement.replace("{events}", table), params)  # type: ignore[attr-defined]
+
+
+def cli(location: dict[str, str], *args: str) -> Any:
+    from charter.cli import cli as root
+
+    where = (
+        ["--state", location["url"]]
+        if "url" in location
+        else ["--state-dir", location["state_dir"]]
+    )
+    return CliRunner().invoke(root, ["audit", *args, *where], catch_exceptions=False)
+
+
+def test_an_intact_log_verifies(log: EventLog, state_location: dict[str, str]) -> None:
+    fill(log)
+    report = verify(log)
+    assert report.ok and report.chained == 8 and report.unchained == 0
+    out = cli(state_location, "verify", "--json")
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["head"] == report.head
+    rows = [json.loads(line) for line in cli(state_location, "export").stdout.splitlines()]
+    assert [r["event_id"] for r in rows] == list(range(1, 9)) and all(r["chain"] for r in rows)
+
+
+def test_an_edited_row_is_named(log: EventLog, state_location: dict[str, str]) -> None:
+    fill(log)
+    payload = '{"i": 3, "cost": 0.0, "note": "paid", "nested": {"a": [3], "b": 1}}'
+    if log.backend == "sqlite":
+        sql(log, "UPDATE {events} SET payload = %s WHERE event_id = 3", (payload,))
+    else:
+        sql(log, "UPDATE {events} SET payload = %s::jsonb WHERE event_id = 3", (payload,))
+    out = cli(state_location, "verify", "--json")
+    assert out.exit_code == 1
+    data = json.loads(out.stdout)
+    assert data["ok"] is False and data["first_bad_event_id"] == 3
+    assert [p["event_id"] for p in data["problems"]] == [3]  # only its own link breaks
+    text = cli(state_location, "verify")
+    assert "first bad event 3" in text.output
+
+
+def test_deleted_swapped_and_truncated_rows_are_found(
+    log: EventLog, log_factory: Callable[[], EventLog]
+) -> None:
+    fill(log)
+    sql(log, "DELETE FROM {events} WHERE event_id = 5")
+    report = verify(log)
+    assert report.first_bad_event_id == 5 and "missing" in report.problems[0]["problem"]
+
+    # swap two rows' contents (a reorder): both links break, the first is named
+    sql(log, "UPDATE {events} SET kind = 'x.swap' WHERE event_id = 2")
+    assert verify(log).first_bad_event_id == 2
+
+    # the tail removed: the log no longer reaches the recorded last id
+    other = log_factory()
+    try:
+        fill(other, 2)  # concurrent writer: the chain continues across connections
+    finally:
+        other.close()
+    sql(log, "DELETE FROM {events} WHERE event_id = 10")
+    problems = verify(log).problems
+    assert any("tail was removed" in p["problem"] for p in problems)
+
+
+def test_writers_on_two_connections_keep_one_chain(log_factory: Callable[[], EventLog]) -> None:
+    first, second = log_factory(), log_factory()
+    try:
+        for _ in range(3):
+            fill(first, 2)
+            fill(second, 2)
+        report = verify(first)
+        assert report.ok and report.chained == 12
+    finally:
+        first.close()
+        second.close()
+
+
+def test_the_console_run_page_shows_the_runs_chain_status(
+    log: EventLog, state_location: dict[str, str]
+) -> None:
+    from charter.run import RunOptions
+    from charter.run.web.data import ConsoleData
+
+    fill(log, 3)
+    log.append(
+        [NewEvent("p", "persona.run.started", AT, {"run_id": "run_9", "i": n}) for n in range(3)]
+    )
+    options = RunOptions(
+        state_dir=state_location.get("state_dir"), state_url=state_location.get("url")
+    )
+    data = ConsoleData(options, clock=lambda: AT)
+    run = data.run("run_9")
+    assert run is not None and run["hash_chain"] == "intact (3 events)"
+    sql(log, "UPDATE {events} SET actor = 'mallory' WHERE event_id = 5")
+    run = data.run("run_9")
+    assert run is not None and run["hash_chain"] == "broken at event 5 (run charter audit verify)"
