@@ -107,3 +107,22 @@ def test_help_lists_run_approve_deny() -> None:
 
     assert "approve" in invoke(["--help"]).output
     assert "run" in invoke(["persona", "--help"]).output
+
+
+def test_a_recorded_key_says_so_and_rerun_runs_it(
+    make_pack: Callable[..., Path], tmp_path: Path
+) -> None:
+    """issue 14: a key recorded by persona trigger must not silently block a real run."""
+    pack = make_pack()
+    key_args = ["--provider", "test", "--kind", "go", "--metadata", "id=77"]
+    recorded = persona_cli(pack, "trigger", "actor", *key_args, "--at", AT)
+    assert recorded.exit_code == 0 and recorded.output.startswith("recorded")
+    dup = run_json(pack, "actor", *key_args)
+    assert dup["status"] == "duplicate"
+    assert "only recorded by charter persona trigger" in dup["error"]
+    assert "--rerun" in dup["error"]
+    again = run_json(pack, "actor", *key_args, "--rerun", at="2026-11-21T09:30:00Z")
+    assert again["status"] == "completed"
+    assert again["work_key"].startswith(dup["work_key"] + "#rerun:")
+    ran = run_json(pack, "actor", *key_args, "--rerun", at="2026-11-21T09:30:00Z")
+    assert ran["status"] == "duplicate" and "already run by charter persona run" in ran["error"]

@@ -185,6 +185,11 @@ def render_result(data: dict[str, Any]) -> None:
 @click.option("--no-input", is_flag=True, help="Never ask on the terminal; use the event log.")
 @click.option("--force", is_flag=True, help="Run a trigger the persona does not declare.")
 @click.option(
+    "--rerun",
+    is_flag=True,
+    help="Run a trigger whose work key already ran or was recorded, under KEY#rerun:TIME.",
+)
+@click.option(
     "--manifest", type=click.Path(path_type=Path), default=None, help="charter.toml or its dir."
 )
 @click.option("--state", "state_url", default=None, metavar="URL", help="postgresql://...")
@@ -211,6 +216,7 @@ def run_cmd(
     approval_timeout: float | None,
     no_input: bool,
     force: bool,
+    rerun: bool,
     manifest: Path | None,
     state_url: str | None,
     state_dir: Path | None,
@@ -280,6 +286,7 @@ def run_cmd(
         approval_timeout=approval_timeout,
         workspace=workspace,
         force=force,
+        rerun=rerun,
         notify=lambda message: click.echo(message, err=True),
     )
     try:

@@ -532,6 +532,7 @@ def _run_in_session(
             payload=payload,
             force=options.force,
             hold=True,
+            rerun=at.strftime("%Y%m%dT%H%M%S%fZ") if options.rerun else None,
         )
         envelope = TriggerEnvelope(
             "trigger",
@@ -550,8 +551,32 @@ def _run_in_session(
         receipt = runtime.submit(name, WorkItem(key, "manual"), at=at, hold=True)
         envelope = TriggerEnvelope("manual", key, stamp)
     if receipt.status is not ReceiptStatus.STARTED:
-        return _not_admitted(receipt, envelope, session, at)
+        result = _not_admitted(receipt, envelope, session, at)
+        if receipt.status is ReceiptStatus.DUPLICATE:
+            result.error = _duplicate_message(session, name, receipt, provider is not None)
+        return result
     return execute_admitted(session, persona, receipt, envelope)
+
+
+def _duplicate_message(session: Session, name: str, receipt: RunReceipt, trigger: bool) -> str:
+    """Why nothing ran: the work key's earlier run, and whether charter ran it or it was
+    only recorded (``persona tick/trigger/spend`` record work done elsewhere)."""
+    ran = any(
+        e.kind == RunKind.RUN_RECORDED and e.payload.get("run_id") == receipt.run_id
+        for e in session.log.iter_all(persona=name)
+    )
+    how = (
+        "already run by charter persona run"
+        if ran
+        else "only recorded by charter persona trigger/tick/spend (nothing ran here)"
+    )
+    hint = (
+        "to run the workflow for it anyway, add --rerun (a new work key "
+        f"{receipt.work_key}#rerun:<time>)"
+        if trigger
+        else "give another --work-key to run it again"
+    )
+    return f"duplicate: {receipt.work_key} was {how} as {receipt.run_id}; {hint}"
 
 
 def _started_event(session: Session, name: str, receipt: RunReceipt) -> dict[str, Any]:

@@ -56,6 +56,7 @@ class RunOptions:
     ids: IdFactory | None = None
     elapsed: Callable[[], float] | None = None
     force: bool = False
+    rerun: bool = False  # run a trigger's work key again (``<key>#rerun:<time>``)
     holder: str = "charter-run"
     notify: Callable[[str], None] = field(default=lambda _message: None)
     log: EventLog | None = None  # an already open log (tests, serve)

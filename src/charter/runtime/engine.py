@@ -244,8 +244,13 @@ class PersonaRuntime:
         force: bool = False,
         hold: bool = False,
         error: str | None = None,
+        rerun: str | None = None,
     ) -> RunReceipt:
-        """An external trigger, normalised to a work key; undeclared kinds need ``force``."""
+        """An external trigger, normalised to a work key; undeclared kinds need ``force``.
+
+        ``rerun`` runs the same trigger again under ``<work key>#rerun:<rerun>``: the
+        explicit way past duplicate detection (which otherwise holds for every retry).
+        """
         spec = self.spec(name)
         normalized: NormalizedTrigger = normalize_trigger(provider, kind, metadata, payload=payload)
         if not force and not declares_trigger(spec.triggers, normalized.provider, normalized.kind):
@@ -256,7 +261,7 @@ class PersonaRuntime:
                 "use --force to record it anyway"
             )
         item = WorkItem(
-            normalized.work_key,
+            normalized.work_key + (f"#rerun:{rerun}" if rerun else ""),
             "trigger",
             cost_usd,
             tokens,
