@@ -8,6 +8,7 @@ the allowed twin (a file the policy allows) must still work.
 
 from __future__ import annotations
 
+import json
 import shutil
 import socket
 import stat
@@ -140,3 +141,18 @@ def test_bad_sandbox_mode_is_bad_input(project: Path, tmp_path: Path) -> None:
                   env={**env, "CHARTER_LAUNCH_SANDBOX": "sometimes"})  # fmt: skip
     assert out.returncode == 2 and "CHARTER_LAUNCH_SANDBOX" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_persona_json_sets_the_mode(project: Path, tmp_path: Path) -> None:
+    """Per persona (persona.json "sandbox"); --sandbox and the environment override it."""
+    env, _ = setup(project, tmp_path, 9)
+    pj = project / ".personas" / "p" / "persona.json"
+    data = json.loads(pj.read_text())
+    pj.write_text(json.dumps({**data, "sandbox": "never"}))
+    plan = plan_json("claude", "p", cwd=project, env=env)
+    assert plan["sandbox"] == {"mode": "never", "wrapped": False, "reasons": []}
+    forced = plan_json("claude", "p", "--sandbox", "auto", cwd=project, env=env)
+    assert forced["sandbox"]["wrapped"] is True
+    pj.write_text(json.dumps({**data, "sandbox": "sometimes"}))
+    out = charter("print-policy", "claude", "p", cwd=project, env=env)
+    assert out.returncode != 0 and "expected one of auto, always, never" in out.stdout + out.stderr

@@ -248,7 +248,12 @@ def build_plan(opts: LaunchOptions) -> Plan:
     translation = translate(ctx)
     notes: list[str] = []
     try:
-        sandbox_mode = sandboxing.decide_mode(opts.sandbox, policy, env)
+        sandbox_mode = sandboxing.decide_mode(
+            opts.sandbox,
+            policy,
+            env,
+            persona.instructions.sandbox if persona.instructions else None,
+        )
     except ValueError as exc:
         raise LaunchError(str(exc), 2) from None
     gaps = sandboxing.gap_elements(translation.elements)

@@ -67,8 +67,15 @@ def gap_elements(elements: Sequence[Element]) -> list[Element]:
 SANDBOX_ENV = "CHARTER_LAUNCH_SANDBOX"
 
 
-def decide_mode(requested: str | None, policy: Policy, env: Mapping[str, str]) -> str:
-    requested = requested or env.get(SANDBOX_ENV) or None
+def decide_mode(
+    requested: str | None,
+    policy: Policy,
+    env: Mapping[str, str],
+    persona_mode: str | None = None,
+) -> str:
+    """``--sandbox``, else ``$CHARTER_LAUNCH_SANDBOX``, else persona.json ``sandbox``, else
+    ``never`` for a policy saying ``sandbox = "off"``, else ``auto``."""
+    requested = requested or env.get(SANDBOX_ENV) or persona_mode or None
     if requested is not None:
         if requested not in SANDBOX_MODES:
             raise ValueError(

@@ -21,7 +21,7 @@ from .includes import resolve_includes
 from .model import Instructions, Persona, PersonaSource
 from .persona import parse_policy
 from .source_text import parse_json, read_text
-from .spec import PERSONA_JSON_KEYS, AutonomyTier, ReceiptPolicy
+from .spec import LAUNCH_SANDBOX_MODES, PERSONA_JSON_KEYS, AutonomyTier, ReceiptPolicy
 from .syntax import check_name, parse_entry
 
 #: Entry workflow of a folder-only persona: the launcher runs it in an external coding CLI.
@@ -102,6 +102,7 @@ def load_folder(folder: Path, origin: str, errors: list[Collector]) -> FolderPer
     servers: dict[str, object] = {}
     policy = None
     included: list[str] = []
+    launch_sandbox: str | None = None
     if json_file.exists():
         jcol = Collector(str(json_file))
         errors.append(jcol)
@@ -119,6 +120,14 @@ def load_folder(folder: Path, origin: str, errors: list[Collector]) -> FolderPer
                     jcol.add(
                         str(key), unknown_field_message("persona.json", key, PERSONA_JSON_KEYS)
                     )
+                elif key == "sandbox":
+                    if value not in LAUNCH_SANDBOX_MODES:
+                        jcol.add(
+                            "sandbox",
+                            f"expected one of {', '.join(LAUNCH_SANDBOX_MODES)}, got {value!r}",
+                        )
+                    else:
+                        launch_sandbox = str(value)
                 elif not isinstance(value, Mapping):
                     jcol.add(str(key), f"expected an object, got {type_name(value)}")
                 elif key == "policy":
@@ -143,6 +152,7 @@ def load_folder(folder: Path, origin: str, errors: list[Collector]) -> FolderPer
         defaults=defaults,
         mcp_servers=servers,
         includes=tuple(included),
+        sandbox=launch_sandbox,
     )
     return FolderPersona(
         name=name,

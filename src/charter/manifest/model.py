@@ -136,6 +136,8 @@ class Instructions:
     mcp_servers: dict[str, Any] = field(default_factory=dict)
     #: persona.json fragments pulled in by ``include`` (resolved paths, in merge order)
     includes: tuple[str, ...] = ()
+    #: persona.json ``sandbox``: auto | always | never for ``charter launch`` (None: auto)
+    sandbox: str | None = None
 
     def file_for(self, tool: str) -> str:
         """The instruction file a CLI reads: CLAUDE.md / GEMINI.md when present, else AGENTS.md."""

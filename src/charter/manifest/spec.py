@@ -372,4 +372,6 @@ MANIFEST = TableSpec(
 )
 
 #: Keys of persona.json in a persona folder (seed 004's portable vocabulary).
-PERSONA_JSON_KEYS: tuple[str, ...] = ("defaults", "mcpServers", "policy")
+PERSONA_JSON_KEYS: tuple[str, ...] = ("defaults", "mcpServers", "policy", "sandbox", "include")
+#: ``persona.json`` ``sandbox``: how ``charter launch`` wraps the CLI (charter.launch.sandboxing).
+LAUNCH_SANDBOX_MODES: tuple[str, ...] = ("auto", "always", "never")
