@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +31,8 @@ def test_paused_work_is_queued_then_run_by_resume(
     assert run["status"] == "completed" and run["trigger"]["source"] == "queue"
     assert run["work_key"] == "webhook:test:go:1"
     assert data["control"]["drained"][0]["status"] == "completed"
+    # the webhook body waited with the work: the drained run did what the trigger asked
+    assert executed(pack) == [{"action": "merge", "pr": 7}]
     assert "persona.drain.completed" in kinds(pack)
     assert persona_cli(pack, "status", "actor", "--at", AT).output.count("idle") == 1
 
@@ -60,9 +63,42 @@ def test_live_lease_makes_work_wait(make_pack: Callable[..., Path], tmp_path: Pa
         assert held.status is ReceiptStatus.STARTED
     finally:
         session.close()
-    data = run_json(pack, "actor", "--payload", str(envelope(tmp_path / "e.json", MERGE)), code=1)
-    assert data["status"] == "lease_busy"
-    assert executed(pack) == []
+    # a different work key at max_concurrency waits in the queue (exit 0), nothing runs yet
+    data = run_json(pack, "actor", "--payload", str(envelope(tmp_path / "e.json", MERGE)))
+    assert data["status"] == "queued"
+    assert data["admission"]["detail"]["reason"] == "max_concurrency"
+    assert executed(pack) == [] and data["drained"] == []
+    human = persona_cli(pack, "status", "actor", "--at", AT)
+    assert re.search(r"queued:\s+1\n", human.output)
+    # the holder dies: once its lease expires the next arrival runs the queue first (FIFO)
+    later = "2026-11-21T10:00:00Z"
+    second = str(envelope(tmp_path / "e2.json", MERGE | {"calls": []}, ident="2"))
+    data = run_json(pack, "actor", "--payload", second, at=later)
+    assert data["status"] == "queued"  # behind the queued key, never ahead of it
+    assert [(d["work_key"], d["status"]) for d in data["drained"]] == [
+        ("webhook:test:go:1", "completed"),
+        ("webhook:test:go:2", "completed"),
+    ]
+    assert executed(pack) == [{"action": "merge", "pr": 7}]
+    order = [k for k in kinds(pack) if k in ("persona.lease.expired", "persona.run.started")]
+    assert order[:2] == ["persona.run.started", "persona.lease.expired"]
+
+
+def test_same_work_key_while_leased_is_busy_not_queued(make_pack: Callable[..., Path]) -> None:
+    pack = make_pack()
+    options = RunOptions(
+        manifest=pack, state_dir=pack / "state", at=datetime(2026, 11, 21, 9, tzinfo=UTC)
+    )
+    session = open_session(options)
+    try:
+        key = "manual:actor:2026-11-21T09:00Z"
+        held = session.runtime.tick("actor", at=options.at or datetime.now(UTC), work_key=key,
+                                    hold=True)  # fmt: skip
+        assert held.status is ReceiptStatus.STARTED
+    finally:
+        session.close()
+    data = run_json(pack, "actor", code=1)
+    assert data["status"] == "lease_busy" and data["drained"] == []
 
 
 def test_manual_and_schedule_runs(make_pack: Callable[..., Path]) -> None:

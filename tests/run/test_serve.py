@@ -102,3 +102,34 @@ def test_webhooks_hmac_status_and_graceful_shutdown(make_pack: Callable[..., Pat
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "bad signature" in out and "webhook test -> actor" in out and "stopped" in out
+
+
+def test_serve_runs_work_queued_behind_a_dead_holder(
+    make_pack: Callable[..., Path], tmp_path: Path
+) -> None:
+    from datetime import UTC, datetime
+
+    from charter.run import RunOptions, open_session
+    from charter.runtime import ReceiptStatus
+
+    from .conftest import envelope, executed, persona_cli
+
+    pack = make_pack()
+    session = open_session(RunOptions(manifest=pack, state_dir=pack / "state"))
+    try:  # a process took the lease and was killed -9 before finishing
+        held = session.runtime.tick("actor", at=datetime(2026, 11, 21, 9, tzinfo=UTC), hold=True)
+        assert held.status is ReceiptStatus.STARTED
+    finally:
+        session.close()
+    plan = {"calls": [{"tool": "github", "args": {"action": "merge", "pr": 9}, "stage": "act"}]}
+    queued = persona_cli(
+        pack, "run", "actor", "--payload", str(envelope(tmp_path / "e.json", plan)),
+        "--at", "2026-11-21T09:00:30Z", "--json",
+    )  # fmt: skip
+    assert json.loads(queued.stdout)["status"] == "queued" and executed(pack) == []
+    assert _once(pack, "2026-11-21T09:01:00Z") == []  # the lease still holds: nothing runs
+    (ran,) = _once(pack, "2026-11-21T09:30:00Z")  # expired: serve runs the queued work
+    assert ran["status"] == "completed" and ran["trigger"]["source"] == "queue"
+    assert executed(pack) == [{"action": "merge", "pr": 9}]
+    kinds = [e["kind"] for e in events(pack)]
+    assert kinds.index("persona.lease.expired") < kinds.index("persona.work.dequeued")

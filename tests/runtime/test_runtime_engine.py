@@ -110,9 +110,11 @@ def test_lease_conflict_and_max_concurrency(runtime: PersonaRuntime) -> None:
     assert busy.status is ReceiptStatus.LEASE_BUSY
     assert busy.lease and busy.lease.lease_id == held.lease.lease_id  # type: ignore[union-attr]
     other = pr(runtime, 2, at=AT0 + T(seconds=6))  # max_concurrency defaults to 1
-    assert other.status is ReceiptStatus.LEASE_BUSY and "max_concurrency" in (other.error or "")
+    assert other.status is ReceiptStatus.QUEUED  # a different key waits; only the same is busy
+    assert other.detail == {"coalesced": False, "reason": "max_concurrency", "position": 1,
+                            "running": 1}  # fmt: skip
     conflicts = [e for e in runtime.log.read() if e.kind == Kind.LEASE_CONFLICT]
-    assert [c.payload["reason"] for c in conflicts] == ["work_key_leased", "max_concurrency"]
+    assert [c.payload["reason"] for c in conflicts] == ["work_key_leased"]
 
     def hook(key: str):  # type: ignore[no-untyped-def]
         return runtime.trigger(
@@ -121,8 +123,60 @@ def test_lease_conflict_and_max_concurrency(runtime: PersonaRuntime) -> None:
 
     assert hook("a").status is ReceiptStatus.STARTED
     assert hook("b").status is ReceiptStatus.STARTED  # different key, max_concurrency = 2
-    assert hook("c").status is ReceiptStatus.LEASE_BUSY
+    assert hook("c").status is ReceiptStatus.QUEUED
     assert hook("a").status is ReceiptStatus.LEASE_BUSY
+    assert hook("c").status is ReceiptStatus.QUEUED  # coalesced: one entry per key
+    assert [q["work_key"] for q in runtime.state("wide").queue] == ["webhook:webhook:deploy:c"]
+
+
+def test_work_at_max_concurrency_is_queued_fifo_and_drained(runtime: PersonaRuntime) -> None:
+    held = pr(runtime, 1, hold=True)
+    for n in (2, 3, 2, 4):  # 2 twice: one queue entry per key
+        assert pr(runtime, n, at=AT0 + T(seconds=n)).status is ReceiptStatus.QUEUED
+    queue = runtime.status(M, now=AT0).to_dict()["queue"]
+    assert [q["work_key"][-4:] for q in queue["items"]] == ["pr:2", "pr:3", "pr:4"]
+    # nothing drains while the lease is held
+    assert runtime.drain(M, at=AT0 + T(seconds=10)) == []
+    runtime.finish_run(M, held.run_id or "", at=AT0 + T(seconds=20))
+    # capacity is free but the queue is not empty: a newcomer goes behind it (FIFO)
+    assert pr(runtime, 5, at=AT0 + T(seconds=21)).status is ReceiptStatus.QUEUED
+    order: list[str] = []
+
+    def execute(receipt, item):  # type: ignore[no-untyped-def]
+        order.append(item["work_key"])
+        # a run's lease is held while it executes: the drain admits one at a time
+        assert runtime.status(M, now=AT0).to_dict()["leases"][0]["work_key"] == item["work_key"]
+        return runtime.finish_run(M, receipt.run_id or "", at=AT0 + T(seconds=30))
+
+    drained = runtime.drain(M, at=AT0 + T(seconds=30), execute=execute)
+    assert [r.status for r in drained] == [ReceiptStatus.COMPLETED] * 4
+    assert [k[-4:] for k in order] == ["pr:2", "pr:3", "pr:4", "pr:5"]
+    assert runtime.state(M).queue == []
+    log = runtime.log.read(persona=M)
+    queued = [e.payload["work_key"] for e in log if e.kind == Kind.WORK_QUEUED]
+    started = [e.payload["work_key"] for e in log if e.kind == Kind.RUN_STARTED]
+    assert started[1:] == queued  # every queued key ran exactly once, in arrival order
+    assert [e.kind for e in log].count(Kind.WORK_COALESCED) == 1
+    # at capacity again, a key completed within the window is a duplicate, not queued
+    pr(runtime, 9, hold=True, at=AT0 + T(seconds=40))
+    assert pr(runtime, 2, at=AT0 + T(seconds=41)).status is ReceiptStatus.DUPLICATE
+
+
+def test_drain_stops_at_capacity_and_recovers_expired_leases(runtime: PersonaRuntime) -> None:
+    held = pr(runtime, 1, hold=True)
+    assert pr(runtime, 2, at=AT0 + T(seconds=1)).status is ReceiptStatus.QUEUED
+    # the holder dies (kill -9): its lease expires and the drain recovers it first
+    later = AT0 + T(seconds=301)
+    drained = runtime.drain(M, at=later)
+    assert [r.status for r in drained] == [ReceiptStatus.COMPLETED]
+    tail = kinds(runtime, after=held.event_ids[-1])
+    assert tail.index(Kind.LEASE_EXPIRED) < tail.index(Kind.WORK_DEQUEUED)
+    # a paused persona's queue waits for resume, not for drain
+    pr(runtime, 3, hold=True, at=later)
+    assert pr(runtime, 4, at=later).status is ReceiptStatus.QUEUED
+    runtime.pause(M, at=later)
+    assert runtime.drain(M, at=later + T(seconds=400)) == []
+    assert [q["work_key"][-4:] for q in runtime.state(M).queue] == ["pr:4"]
 
 
 def test_expired_lease_is_recorded_before_reacquisition(runtime: PersonaRuntime) -> None:

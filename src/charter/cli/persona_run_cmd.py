@@ -139,6 +139,14 @@ def render_result(data: dict[str, Any]) -> None:
         _line("result:", json.dumps(data["result"]))
     if data.get("error") and not stop:
         _line("error:", str(data["error"]))
+    admission = data.get("admission") or {}
+    detail = admission.get("detail") or {}
+    if data["status"] == "queued" and detail.get("reason"):
+        why = "at max_concurrency" if detail["reason"] == "max_concurrency" else "behind queue"
+        _line("queued:", f"{why}, position {detail.get('position')}; runs when a lease frees")
+    for item in data.get("drained") or []:
+        error = f" ({item['error']})" if item.get("error") else ""
+        _line("drained:", f"{item['work_key']} -> {item['status']} run={item['run_id']}{error}")
     for warning in data.get("warnings") or []:
         _line("warning:", warning)
 

@@ -9,7 +9,7 @@ import inspect
 import json
 import time
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -88,6 +88,7 @@ class RunResult:
     warnings: list[str] = field(default_factory=list)
     persona_runtime: list[dict[str, Any]] = field(default_factory=list)
     finish: dict[str, Any] | None = None
+    drained: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -554,8 +555,22 @@ def _run_in_session(
         result = _not_admitted(receipt, envelope, session, at)
         if receipt.status is ReceiptStatus.DUPLICATE:
             result.error = _duplicate_message(session, name, receipt, provider is not None)
-        return result
-    return execute_admitted(session, persona, receipt, envelope)
+    else:
+        result = execute_admitted(session, persona, receipt, envelope)
+    if receipt.status in (ReceiptStatus.STARTED, ReceiptStatus.QUEUED):
+        # a lease was released (or the work joined a queue whose head may now fit):
+        # run what waits at max_concurrency, oldest first, in this process
+        result.drained = [_drained_summary(r) for r in drain_in_session(session, name)]
+    return result
+
+
+def _drained_summary(result: RunResult) -> dict[str, Any]:
+    return {
+        "run_id": result.run_id,
+        "work_key": result.work_key,
+        "status": result.status,
+        "error": result.error,
+    }
 
 
 def _duplicate_message(session: Session, name: str, receipt: RunReceipt, trigger: bool) -> str:
@@ -618,7 +633,9 @@ def run_handoff_in_session(session: Session, name: str, handoff_id: str) -> RunR
     )
     if receipt.status is not ReceiptStatus.STARTED:
         return _not_admitted(receipt, envelope, session, at)
-    return execute_admitted(session, persona, receipt, envelope, item)
+    result = execute_admitted(session, persona, receipt, envelope, item)
+    result.drained = [_drained_summary(r) for r in drain_in_session(session, name)]
+    return result
 
 
 def run_inbox_in_session(session: Session, name: str) -> list[RunResult]:
@@ -643,9 +660,28 @@ class ResumeResult:
 
 def resume_in_session(session: Session, name: str) -> ResumeResult:
     """Resume a paused persona and run each queued item's workflow as it is drained."""
-    persona = session.persona(name)
     at = session.options.clock()()
     runs: list[RunResult] = []
+    execute = _queue_executor(session, name, at, runs)
+    control = session.runtime.resume(name, at=at, execute=execute)
+    return ResumeResult(control.to_dict(), runs)
+
+
+def drain_in_session(session: Session, name: str) -> list[RunResult]:
+    """Run the work queued at ``max_concurrency`` while leases are free (FIFO)."""
+    if not session.runtime.state(name).queue:
+        return []
+    runs: list[RunResult] = []
+    at = session.options.clock()()
+    session.runtime.drain(name, at=at, execute=_queue_executor(session, name, at, runs))
+    return runs
+
+
+def _queue_executor(
+    session: Session, name: str, at: datetime, runs: list[RunResult]
+) -> Callable[[RunReceipt, dict[str, Any]], RunReceipt]:
+    """Run a drained queue item's entry workflow, collecting its result in ``runs``."""
+    persona = session.persona(name)
 
     def execute(receipt: RunReceipt, item: dict[str, Any]) -> RunReceipt:
         envelope = TriggerEnvelope(
@@ -655,6 +691,7 @@ def resume_in_session(session: Session, name: str) -> ResumeResult:
             item.get("provider"),
             item.get("kind"),
             dict(item.get("metadata") or {}),
+            item.get("body"),
         )
         result = execute_admitted(session, persona, receipt, envelope)
         runs.append(result)
@@ -668,8 +705,7 @@ def resume_in_session(session: Session, name: str) -> ResumeResult:
             event_ids=tuple(receipt.event_ids) + tuple(fin.get("event_ids") or ()),
         )
 
-    control = session.runtime.resume(name, at=at, execute=execute)
-    return ResumeResult(control.to_dict(), runs)
+    return execute
 
 
 # -- one-call API -------------------------------------------------------------------

@@ -48,7 +48,7 @@ from charter.runtime import (
 from charter.runtime.clock import utc_now
 
 from . import promotion
-from .engine import RunResult, run_in_session, run_inbox_in_session
+from .engine import RunResult, drain_in_session, run_in_session, run_inbox_in_session
 from .outcomes import outcome_from_trigger
 from .session import RunOptions, Session, open_session, runtime_specs
 
@@ -154,7 +154,17 @@ class Supervisor:
             result = run_in_session(self.session, persona.name, schedule=True, work_key=key)
             self._say(f"schedule {persona.name} {key}", result)
             results.append(result)
+        results.extend(self.drain())
         results.extend(self.deliver())
+        return results
+
+    def drain(self) -> list[RunResult]:
+        """Run work queued at ``max_concurrency`` whose leases have freed (or expired)."""
+        results: list[RunResult] = []
+        for persona in self.session.manifest.personas:
+            for result in drain_in_session(self.session, persona.name):
+                self._say(f"queued -> {persona.name} {result.work_key}", result)
+                results.append(result)
         return results
 
     def next_due(self, now: datetime) -> datetime | None:

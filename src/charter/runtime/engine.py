@@ -56,6 +56,8 @@ class WorkItem:
     kind: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
     handoff_id: str | None = None
+    # the webhook body the work came with; kept only while the work waits in a queue
+    body: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not self.work_key:
@@ -268,6 +270,7 @@ class PersonaRuntime:
             normalized.provider,
             normalized.kind,
             normalized.metadata,
+            body=dict(payload) if payload is not None else None,
         )
         return self.submit(name, item, at=at, hold=hold, error=error)
 
@@ -334,14 +337,51 @@ class PersonaRuntime:
                     batch, name, ReceiptStatus.QUEUED, item, first, detail={"coalesced": True}
                 )
             batch.emit(name, self._wake_kind(item), base)
-            batch.emit(name, Kind.WORK_QUEUED, {**base, "policy": "queue_then_drain_on_resume"})
+            batch.emit(
+                name,
+                Kind.WORK_QUEUED,
+                {**base, **_body(item), "policy": "queue_then_drain_on_resume"},
+            )
             return self._receipt(
                 batch, name, ReceiptStatus.QUEUED, item, first, detail={"coalesced": False}
             )
 
         live = live_leases(state, batch.at)
         holding = next((lease for lease in live if lease["work_key"] == item.work_key), None)
-        if holding is not None or len(live) >= spec.max_concurrency:
+        if holding is None and not from_queue and state.control == "active":
+            if item.work_key in state.queued_keys():
+                batch.emit(name, Kind.WORK_COALESCED, base)
+                return self._receipt(
+                    batch, name, ReceiptStatus.QUEUED, item, first, detail={"coalesced": True}
+                )
+            done = state.completed.get(item.work_key)
+            fresh = done is None or parse_time(done["until"]) <= batch.at
+            if fresh and (len(live) >= spec.max_concurrency or state.queue):
+                # A different key at capacity waits its turn (FIFO); so does anything
+                # arriving behind queued work, so the queue is never overtaken.
+                reason = "max_concurrency" if len(live) >= spec.max_concurrency else "queue"
+                batch.emit(name, self._wake_kind(item), base)
+                batch.emit(
+                    name,
+                    Kind.WORK_QUEUED,
+                    {**base, **_body(item), "policy": "fifo_until_lease_free", "reason": reason},
+                )
+                return self._receipt(
+                    batch,
+                    name,
+                    ReceiptStatus.QUEUED,
+                    item,
+                    first,
+                    detail={
+                        "coalesced": False,
+                        "reason": reason,
+                        "position": len(state.queue),
+                        "running": len(live),
+                    },
+                )
+        done = state.completed.get(item.work_key)
+        recent = done is not None and parse_time(done["until"]) > batch.at
+        if holding is not None or (len(live) >= spec.max_concurrency and not recent):
             reason = "work_key_leased" if holding else "max_concurrency"
             busy = holding or live[0]
             batch.emit(
@@ -359,8 +399,7 @@ class PersonaRuntime:
                 error=f"lease busy ({reason}): {busy['lease_id']} held by {busy['holder']}",
             )
 
-        done = state.completed.get(item.work_key)
-        if done is not None and parse_time(done["until"]) > batch.at:
+        if done is not None and recent:
             batch.emit(name, Kind.RUN_DUPLICATE, {**base, "original_run_id": done["run_id"]})
             dequeue()
             return self._receipt(
@@ -722,11 +761,52 @@ class PersonaRuntime:
 
         return body
 
+    def drain(
+        self,
+        name: str,
+        *,
+        at: datetime,
+        execute: Callable[[RunReceipt, dict[str, Any]], RunReceipt] | None = None,
+        limit: int | None = None,
+    ) -> list[RunReceipt]:
+        """Admit work queued at ``max_concurrency``, oldest first, while leases are free.
+
+        Each item is admitted in its own transaction (expired leases are recovered
+        first). The drain stops at the first item that cannot start (capacity still
+        full, budget refused): that item keeps its place at the head of the queue.
+        ``execute`` works as in :meth:`resume`. A paused or disabled persona is not
+        drained here (``resume`` drains a paused persona's queue).
+        """
+        self.spec(name)
+        done: list[RunReceipt] = []
+        while limit is None or len(done) < limit:
+            head: list[dict[str, Any]] = []
+
+            def one(batch: Batch, head: list[dict[str, Any]] = head) -> RunReceipt | None:
+                self._expire(batch, name)
+                state = batch.state(name)
+                if state.control != "active" or not state.queue:
+                    return None
+                if len(live_leases(state, batch.at)) >= self.spec(name).max_concurrency:
+                    return None
+                head.append(dict(state.queue[0]))
+                return self._drain_one(batch, name, state.queue[0], hold=execute is not None)
+
+            receipt = self.transact(at, one)
+            if receipt is None:
+                break
+            if execute is not None and receipt.status is ReceiptStatus.STARTED:
+                receipt = execute(receipt, head[0])
+            done.append(receipt)
+            if receipt.status in (ReceiptStatus.BUDGET_EXHAUSTED, ReceiptStatus.LEASE_BUSY):
+                break
+        return done
+
     def _drain_one(
         self, batch: Batch, name: str, queued: dict[str, Any], *, hold: bool = False
     ) -> RunReceipt | None:
         state = batch.state(name)
-        if state.control != "draining":
+        if state.control not in ("draining", "active"):
             return None  # paused or disabled again meanwhile
         if queued["work_key"] not in state.queued_keys():
             return None
@@ -738,6 +818,7 @@ class PersonaRuntime:
             queued.get("provider"),
             queued.get("kind"),
             dict(queued.get("metadata") or {}),
+            body=queued.get("body"),
         )
         receipt = self._submit(batch, name, item, hold, None, True)
         return receipt
@@ -777,6 +858,10 @@ def _lease_info(lease: dict[str, Any]) -> LeaseInfo:
         lease["acquired_at"],
         lease["expires_at"],
     )
+
+
+def _body(item: WorkItem) -> dict[str, Any]:
+    return {"body": dict(item.body)} if item.body is not None else {}
 
 
 def _queued_payload(queued: dict[str, Any]) -> dict[str, Any]:

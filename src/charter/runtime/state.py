@@ -225,6 +225,7 @@ def apply(state: PersonaState, event: Event) -> None:
                 "tokens": p.get("tokens", 0),
                 "queued_at": at,
                 "event_id": event.event_id,
+                **({"body": p["body"]} if p.get("body") is not None else {}),
             }
         )
     elif kind == Kind.WORK_COALESCED:

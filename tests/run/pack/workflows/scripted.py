@@ -8,6 +8,7 @@ see exactly what executed.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,9 @@ def run(ctx: Any) -> dict[str, Any]:
     else:
         plan = dict(ctx.trigger.payload or {})
     results: list[Any] = []
+    if plan.get("sleep"):  # a long run a test can kill -9 once the marker exists
+        (Path(ctx.workspace) / "started").write_text(ctx.run_id)
+        time.sleep(float(plan["sleep"]))
     handoffs = plan.get("handoffs", [])
     if plan.get("handoffs_first"):
         _handoffs(ctx, handoffs)
