@@ -21,7 +21,6 @@ import click
 from charter.runtime import (
     DEFAULT_STATE_DIR,
     STATE_URL_ENV,
-    BudgetSpec,
     ControlReceipt,
     EventLog,
     EventLogError,
@@ -30,7 +29,6 @@ from charter.runtime import (
     PersonaRuntimeError,
     PersonaRuntimeSpec,
     ReceiptStatus,
-    RouteRule,
     RunReceipt,
     ScheduleError,
     SpecError,
@@ -69,30 +67,9 @@ class RuntimeCatalog:
 
 def catalog_from_manifest(manifest: Manifest) -> RuntimeCatalog:
     """The runtime's view of a validated manifest (personas, budgets, schedules, routes)."""
-    personas: dict[str, PersonaRuntimeSpec] = {}
-    for p in manifest.personas:
-        personas[p.name] = PersonaRuntimeSpec(
-            name=p.name,
-            version=p.version,
-            triggers=tuple(str(t) for t in p.triggers),
-            schedules=p.schedules,
-            budget=BudgetSpec(
-                daily_usd=p.budget.daily_usd,
-                hourly_usd=p.budget.hourly_usd,
-                run_usd=p.budget.run_usd,
-                max_tokens=p.budget.max_tokens,
-            ),
-            handoffs=tuple(str(h) for h in p.handoffs),
-        )
-    routes = tuple(
-        HandoffRoute(
-            id=r.id,
-            kind=r.kind,
-            from_persona=r.from_persona,
-            rules=tuple(RouteRule(step.target.raw, step.when) for step in r.route),
-        )
-        for r in manifest.handoff_routes
-    )
+    from charter.run.session import runtime_specs
+
+    personas, routes = runtime_specs(manifest)
     source = Path(manifest.manifest_path) if manifest.manifest_path else None
     return RuntimeCatalog(personas, routes, source)
 

@@ -27,6 +27,15 @@ class Budget:
 
 
 @dataclass(frozen=True, slots=True)
+class RuntimeSettings:
+    """Admission settings; ``None`` keeps the runtime's default."""
+
+    max_concurrency: int | None = None
+    lease_ttl_seconds: int | None = None
+    duplicate_window_seconds: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ModelPolicy:
     default_model: str | None = None
     escalation_model: str | None = None
@@ -168,6 +177,7 @@ class Persona:
     evals: tuple[str, ...] = ()
     owner: str | None = None
     budget: Budget = Budget()
+    runtime: RuntimeSettings = RuntimeSettings()
     model_policy: ModelPolicy = ModelPolicy()
     rollout_policy: RolloutPolicy = RolloutPolicy()
     package_source: PackageSource | None = None

@@ -31,6 +31,7 @@ from .model import (
     PackageSource,
     Persona,
     PersonaSource,
+    RuntimeSettings,
     Stage,
     StageExit,
 )
@@ -164,6 +165,7 @@ def build_persona(
         evals=_strings(checked, "evals"),
         owner=checked.get("owner"),
         budget=budget,
+        runtime=RuntimeSettings(**checked.get("runtime", {})),
         model_policy=ModelPolicy(
             model.get("default_model"),
             model.get("escalation_model"),

@@ -44,6 +44,7 @@ def persona_to_dict(persona: Persona, manifest: Manifest | None = None) -> dict[
         "context_packs": list(persona.context_packs),
         "evals": list(persona.evals),
         "budget": dataclasses.asdict(persona.budget),
+        "runtime": dataclasses.asdict(persona.runtime),
         "model_policy": {
             "default_model": persona.model_policy.default_model,
             "escalation_model": persona.model_policy.escalation_model,

@@ -121,6 +121,33 @@ BUDGET = TableSpec(
     ),
 )
 
+RUNTIME = TableSpec(
+    "runtime",
+    "Admission settings of the persona runtime: concurrency, lease TTL, duplicate window.",
+    (
+        Field(
+            "max_concurrency",
+            "integer",
+            "Runs on different work keys at once (default 1); more work waits in a FIFO "
+            "queue until a lease frees.",
+            minimum=1,
+        ),
+        Field(
+            "lease_ttl_seconds",
+            "integer",
+            "Seconds a run's lease lives without a heartbeat (default 300); a run whose "
+            "process died is recovered as failed after it.",
+            minimum=1,
+        ),
+        Field(
+            "duplicate_window_seconds",
+            "integer",
+            "Seconds a completed work key is refused as a duplicate (default 86400).",
+            minimum=0,
+        ),
+    ),
+)
+
 MODEL_POLICY = TableSpec(
     "model_policy",
     "Default, escalation and fallback model preferences.",
@@ -265,6 +292,7 @@ PERSONA = TableSpec(
         Field("evals", "strings", "Eval packs that measure the persona.", aliases=("eval_packs",)),
         Field("owner", "string", "Human or team owner."),
         Field("budget", "table", BUDGET.doc, table=BUDGET),
+        Field("runtime", "table", RUNTIME.doc, table=RUNTIME),
         Field("model_policy", "table", MODEL_POLICY.doc, table=MODEL_POLICY),
         Field("rollout_policy", "table", ROLLOUT_POLICY.doc, table=ROLLOUT_POLICY),
         Field("package_source", "table", PACKAGE_SOURCE.doc, table=PACKAGE_SOURCE),

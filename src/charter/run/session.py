@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -116,6 +117,7 @@ def runtime_specs(
                 max_tokens=p.budget.max_tokens,
             ),
             handoffs=tuple(str(h) for h in p.handoffs),
+            **{k: v for k, v in dataclasses.asdict(p.runtime).items() if v is not None},
         )
         for p in manifest.personas
     }

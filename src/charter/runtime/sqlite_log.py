@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -177,6 +178,7 @@ class SqliteEventLog(EventLog):
     ) -> None:
         self.topic = topic
         self.path = Path(state_dir) / DB_FILENAME
+        self._busy_timeout_ms = busy_timeout_ms
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._conn = sqlite3.connect(
@@ -188,7 +190,7 @@ class SqliteEventLog(EventLog):
                 raise EventLogError(f"{self.path}: could not enable WAL journaling")
             # WAL + NORMAL survives a killed process; only power loss can drop the last commits.
             self._conn.execute("PRAGMA synchronous = NORMAL")
-            self._conn.execute("BEGIN IMMEDIATE")
+            self._begin_immediate()
             for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
                 self._conn.execute(statement)
             columns = {r[1] for r in self._conn.execute("PRAGMA table_info(events)")}
@@ -201,9 +203,35 @@ class SqliteEventLog(EventLog):
     def describe(self) -> str:
         return str(self.path)
 
+    def _begin_immediate(self) -> None:
+        """Take the write lock, retrying while another process holds it.
+
+        ``busy_timeout`` already waits inside SQLite, but SQLite returns SQLITE_BUSY
+        without waiting in some cases (a WAL checkpoint or recovery in progress), so the
+        BEGIN is retried with jittered backoff until the same deadline. Nothing has run
+        yet when BEGIN fails, so a retry cannot repeat any work.
+        """
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000
+        delay = 0.005
+        while True:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                text = str(exc).lower()
+                if "locked" not in text and "busy" not in text:
+                    raise EventLogError(f"{self.path}: cannot start a write: {exc}") from exc
+                if time.monotonic() >= deadline:
+                    raise EventLogError(
+                        f"{self.path}: the state is busy: another process held the write "
+                        f"lock for over {self._busy_timeout_ms / 1000:g} s ({exc})"
+                    ) from exc
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 0.25)
+
     @contextmanager
     def write(self) -> Iterator[LogTransaction]:
-        self._conn.execute("BEGIN IMMEDIATE")
+        self._begin_immediate()
         try:
             yield _SqliteTxn(self._conn, self.topic, writable=True)
         except BaseException:
