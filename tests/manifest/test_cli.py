@@ -125,10 +125,15 @@ def test_list_json_and_text() -> None:
     assert out.splitlines()[0].split() == ["NAME", "AUTONOMY", "RECEIPTS", "SOURCE"]
 
 
-def test_list_with_errors_fails(tmp_path: Path) -> None:
+def test_list_reports_an_invalid_persona_without_failing(tmp_path: Path) -> None:
     write(tmp_path / "charter.toml", PERSONA.format(name="a") + "budget = { daily_usd = -1 }\n")
     code, out, _ = run("persona", "list", "--manifest", str(tmp_path), "--json")
-    assert code == 1 and json.loads(out)["ok"] is False
+    data = json.loads(out)
+    assert code == 0 and data["ok"] is False and data["personas"] == []
+    assert [e["field_path"] for e in data["invalid_personas"]["a"]] == [
+        "personas[0].budget.daily_usd"
+    ]
+    assert run("persona", "check", "--manifest", str(tmp_path))[0] == 1
 
 
 def test_check_discovers_from_cwd(project: Path) -> None:

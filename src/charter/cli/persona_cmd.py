@@ -152,24 +152,39 @@ def list_cmd(ctx: click.Context, as_json: bool) -> None:
     """List the personas (validating them first)."""
     from charter.manifest import manifest_to_dict
 
-    manifest = load_selected(ctx)
+    loaded = load_selected(ctx)
+    # one broken persona does not hide the others: list the valid ones and report the
+    # broken ones with their errors (only `check` exits non-zero for them)
+    manifest, invalid = loaded.split_invalid()
     if manifest.errors:
-        report_errors(manifest, as_json)
+        report_errors(loaded, as_json)
     if as_json:
-        emit_json(manifest_to_dict(manifest))
+        data = manifest_to_dict(manifest)
+        data["ok"] = loaded.ok
+        data["errors"] = [err.to_dict() for err in loaded.errors]
+        data["invalid_personas"] = {
+            name: [err.to_dict() for err in errors] for name, errors in invalid.items()
+        }
+        emit_json(data)
         return
-    if not manifest.personas:
+    if not manifest.personas and not invalid:
         click.echo("no personas found (run `charter init` to create a charter.toml)", err=True)
         return
     rows = [("NAME", "AUTONOMY", "RECEIPTS", "SOURCE")]
     for p in manifest.personas:
         kinds = "+".join(dict.fromkeys(s.kind for s in p.sources if not s.shadowed))
         rows.append((p.name, p.autonomy_tier.value, p.receipt_policy.value, kinds))
+    for name in invalid:
+        rows.append((name, "INVALID", "-", "see below"))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         click.echo(
             "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
         )
+    for name, errors in invalid.items():
+        click.echo(f"{name}: left out, {len(errors)} error(s) (charter persona check):", err=True)
+        for err in errors:
+            click.echo(f"  error: {err}", err=True)
 
 
 @persona.command("check")

@@ -8,10 +8,11 @@ Plain click commands; :func:`register` adds them to the ``persona`` group (which
 
 from __future__ import annotations
 
+import dataclasses
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -46,7 +47,7 @@ from charter.runtime.supervision import tail as tail_feed
 from ._common import EXIT_BAD_INPUT, emit_json, fail
 
 if TYPE_CHECKING:
-    from charter.manifest import Manifest
+    from charter.manifest import Manifest, ManifestError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -63,6 +64,8 @@ class RuntimeCatalog:
     personas: dict[str, PersonaRuntimeSpec]
     routes: tuple[HandoffRoute, ...]
     source: Path | None
+    # personas left out because their declaration has errors: name -> error lines
+    invalid: Mapping[str, tuple[ManifestError, ...]] = field(default_factory=dict)
 
 
 def catalog_from_manifest(manifest: Manifest) -> RuntimeCatalog:
@@ -83,6 +86,10 @@ def load_runtime_catalog(manifest: Path | None) -> RuntimeCatalog:
     from charter.manifest import load_manifest
 
     loaded = load_manifest(str(manifest) if manifest is not None else None)
+    usable, invalid = loaded.split_invalid()
+    if usable.ok and usable.personas:
+        catalog = catalog_from_manifest(usable)
+        return dataclasses.replace(catalog, invalid=invalid)
     if not loaded.ok:
         lines = [str(err) for err in loaded.errors]
         if not loaded.personas and loaded.manifest_path is None and not lines:
@@ -176,6 +183,13 @@ def _runtime(
     try:
         yield PersonaRuntime(log, catalog.personas, routes=catalog.routes, actor="charter-cli")
     except UnknownPersonaError as exc:
+        if exc.name is not None and exc.name in catalog.invalid:
+            errors = "\n".join(str(err) for err in catalog.invalid[exc.name])
+            _fail(
+                f"persona {exc.name!r} does not validate:\n{errors}",
+                EXIT_BAD_INPUT,
+                kind="manifest_invalid",
+            )
         _fail(str(exc), EXIT_BAD_INPUT, kind="unknown_persona")
     except PersonaRuntimeError as exc:
         _fail(str(exc))

@@ -13,6 +13,7 @@ from .folders import FOLDER_AUTONOMY, FOLDER_ENTRY_WORKFLOW, FOLDER_RECEIPTS
 from .loader import load_manifest
 from .model import (
     Budget,
+    ErrorScope,
     HandoffRoute,
     Instructions,
     Manifest,
@@ -39,6 +40,7 @@ __all__ = [
     "BUILTIN_PREDICATES",
     "COHORT_KEYS",
     "DEFAULT_HOST_CAPABILITIES",
+    "ErrorScope",
     "FOLDER_AUTONOMY",
     "FOLDER_ENTRY_WORKFLOW",
     "FOLDER_RECEIPTS",

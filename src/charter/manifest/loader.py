@@ -18,7 +18,7 @@ from .discovery import MANIFEST_NAME, find_manifest, find_repo_root, persona_roo
 from .errors import Collector, ManifestError, join
 from .fields import convert, read_strings, type_name
 from .folders import FolderPersona, load_folder, persona_dirs
-from .model import HandoffRoute, Manifest, Persona, PersonaSource, TriggerSpec
+from .model import ErrorScope, HandoffRoute, Manifest, Persona, PersonaSource, TriggerSpec
 from .persona import BuildContext, build_persona
 from .routes import build_route, build_trigger
 from .source_text import parse_json, parse_toml, read_text, with_positions
@@ -45,6 +45,7 @@ class _Run:
         self.surface = CapabilitySurface()
         self.custom_predicates: set[str] = set()
         self.handoff_refs: list[Any] = []
+        self.scopes: list[ErrorScope] = []  # which errors belong to which persona
 
     def collector(self, path: Path | str) -> Collector:
         col = Collector(str(path))
@@ -71,6 +72,7 @@ class _Run:
         if not isinstance(data, Mapping) or not isinstance(data.get("name"), str):
             return True
         name = data["name"].strip()
+        self.scopes.append(ErrorScope(name, col.manifest_path, path))
         where = f"{col.manifest_path} {path}".strip() if path else col.manifest_path
         if name in self.declared:
             col.add(
@@ -194,6 +196,7 @@ def load_manifest(
         errors=run.errors(),
         persona_roots=tuple((str(p), origin) for p, origin in roots),
         root=str(project_dir),
+        scopes=tuple(run.scopes),
     )
 
 
@@ -358,6 +361,7 @@ def _load_folders(run: _Run, roots: list[tuple[Path, str]]) -> None:
                 )
                 shadowed.setdefault(name, []).append(src)
                 continue
+            run.scopes.append(ErrorScope(name, str(folder), folder=True))
             loaded = load_folder(folder, origin, run.collectors)
             if loaded is None:
                 shadowed.setdefault(name, [])  # broken winner: don't fall back silently

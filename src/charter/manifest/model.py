@@ -272,6 +272,35 @@ class TriggerBinding:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class ErrorScope:
+    """Where one declared persona lives, so its errors can be told from the others'.
+
+    An error belongs to ``persona`` when it is in ``manifest_path`` (or, for a folder,
+    any file under it) at ``field_prefix`` or below it.
+    """
+
+    persona: str
+    manifest_path: str
+    field_prefix: str = ""
+    folder: bool = False
+
+    def owns(self, error: ManifestError) -> bool:
+        if self.folder:
+            inside = error.manifest_path == self.manifest_path or error.manifest_path.startswith(
+                self.manifest_path.rstrip("/") + "/"
+            )
+        else:
+            inside = error.manifest_path == self.manifest_path
+        if not inside:
+            return False
+        prefix = self.field_prefix
+        if not prefix:
+            return True
+        path = error.field_path
+        return path == prefix or path.startswith((prefix + ".", prefix + "["))
+
+
 @dataclass(frozen=True)
 class Manifest:
     """Everything resolved for one project: personas, routes, triggers, and all errors."""
@@ -283,10 +312,45 @@ class Manifest:
     errors: tuple[ManifestError, ...] = ()
     persona_roots: tuple[tuple[str, str], ...] = ()  # (directory, origin), precedence order
     root: str | None = None
+    scopes: tuple[ErrorScope, ...] = ()
 
     @property
     def ok(self) -> bool:
         return not self.errors
+
+    def persona_errors(self) -> dict[str, tuple[ManifestError, ...]]:
+        """Errors that belong to one declared persona, by persona name."""
+        out: dict[str, list[ManifestError]] = {}
+        for error in self.errors:
+            scope = next((s for s in self.scopes if s.owns(error)), None)
+            if scope is not None:
+                out.setdefault(scope.persona, []).append(error)
+        return {name: tuple(errors) for name, errors in out.items()}
+
+    def split_invalid(self) -> tuple[Manifest, dict[str, tuple[ManifestError, ...]]]:
+        """The fleet view: this manifest without its invalid personas, and their errors.
+
+        One broken persona must not stop the others: each error that belongs to a
+        persona removes only that persona (and the routes it sends from). Errors that
+        belong to no persona (syntax, routes, checks) stay on the returned manifest, so
+        its ``ok`` still refuses everything when the project as a whole is broken.
+        """
+        invalid = self.persona_errors()
+        if not invalid:
+            return self, {}
+        owned = {id(e) for errors in invalid.values() for e in errors}
+        return (
+            dataclasses.replace(
+                self,
+                personas=tuple(p for p in self.personas if p.name not in invalid),
+                handoff_routes=tuple(
+                    r for r in self.handoff_routes if r.from_persona not in invalid
+                ),
+                triggers=tuple(t for t in self.triggers if t.handler.value not in invalid),
+                errors=tuple(e for e in self.errors if id(e) not in owned),
+            ),
+            invalid,
+        )
 
     @property
     def names(self) -> tuple[str, ...]:

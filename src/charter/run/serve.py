@@ -130,6 +130,10 @@ class Supervisor:
         self.fired: dict[str, datetime | None] = {
             p.name: last_fired(session, p.name) for p in session.manifest.personas if p.schedules
         }
+        for name, errors in session.invalid.items():
+            first = errors[0]
+            more = f" (+{len(errors) - 1} more; charter persona check)" if len(errors) > 1 else ""
+            self.log_line(f"persona {name} left out, it does not validate: {first}{more}")
 
     def _say(self, what: str, result: RunResult | None = None) -> None:
         at = format_time(self.session.options.clock()())

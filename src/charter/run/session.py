@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from charter.manifest import Manifest, Persona, load_manifest
+from charter.manifest import Manifest, ManifestError, Persona, load_manifest
 from charter.runtime import (
     BudgetSpec,
     EventLog,
@@ -83,6 +83,8 @@ class Session:
     options: RunOptions
     base: Path
     owns_log: bool = True
+    # personas left out because their own declaration has errors (the others still run)
+    invalid: dict[str, tuple[ManifestError, ...]] = field(default_factory=dict)
 
     @property
     def log(self) -> EventLog:
@@ -90,6 +92,9 @@ class Session:
 
     def persona(self, name: str) -> Persona:
         persona = self.manifest.get(name)
+        if persona is None and name in self.invalid:
+            errors = "\n".join(str(err) for err in self.invalid[name])
+            raise ManifestInvalid(f"persona {name!r} does not validate:\n{errors}")
         if persona is None:
             known = ", ".join(self.manifest.names) or "none"
             raise UnknownPersona(f"unknown persona {name!r}; known personas: {known}")
@@ -134,16 +139,33 @@ def runtime_specs(
 
 
 def load_checked_manifest(path: str | Path | None) -> Manifest:
-    manifest = load_manifest(str(path) if path is not None else None)
+    """The valid part of the manifest (see :func:`load_fleet_manifest`)."""
+    return load_fleet_manifest(path)[0]
+
+
+def load_fleet_manifest(
+    path: str | Path | None,
+) -> tuple[Manifest, dict[str, tuple[ManifestError, ...]]]:
+    """The manifest without its invalid personas, and those personas' errors.
+
+    Raises :class:`ManifestInvalid` for errors that belong to no single persona (syntax,
+    routes, checks): then nothing runs. A persona whose own declaration is broken is
+    left out and reported; the rest of the fleet still runs.
+    """
+    loaded = load_manifest(str(path) if path is not None else None)
+    manifest, invalid = loaded.split_invalid()
     if not manifest.ok:
-        raise ManifestInvalid("\n".join(str(err) for err in manifest.errors))
+        raise ManifestInvalid("\n".join(str(err) for err in loaded.errors))
+    if not manifest.personas and invalid:
+        errors = [str(err) for errs in invalid.values() for err in errs]
+        raise ManifestInvalid("\n".join(errors))
     if not manifest.personas:
         raise RunError("no personas found (pass --manifest PATH to a charter.toml)")
-    return manifest
+    return manifest, invalid
 
 
 def open_session(options: RunOptions) -> Session:
-    manifest = load_checked_manifest(options.manifest)
+    manifest, invalid = load_fleet_manifest(options.manifest)
     personas, routes = runtime_specs(manifest)
     base = Path(manifest.manifest_path).parent if manifest.manifest_path else Path.cwd()
     prices = load_prices(manifest.manifest_path)
@@ -154,7 +176,7 @@ def open_session(options: RunOptions) -> Session:
     runtime = PersonaRuntime(
         log, personas, routes=routes, ids=options.ids, holder=options.holder, actor="charter-run"
     )
-    return Session(manifest, runtime, prices, options, base, owns)
+    return Session(manifest, runtime, prices, options, base, owns, invalid)
 
 
 @contextmanager
@@ -171,6 +193,7 @@ __all__ = [
     "RunOptions",
     "Session",
     "load_checked_manifest",
+    "load_fleet_manifest",
     "open_session",
     "runtime_specs",
     "session_scope",

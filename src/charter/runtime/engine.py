@@ -33,7 +33,9 @@ class RuntimeError_(Exception):
 
 
 class UnknownPersonaError(RuntimeError_):
-    pass
+    def __init__(self, message: str, name: str | None = None) -> None:
+        super().__init__(message)
+        self.name = name
 
 
 class UndeclaredTriggerError(RuntimeError_):
@@ -175,7 +177,7 @@ class PersonaRuntime:
             return self.personas[name]
         except KeyError:
             known = ", ".join(sorted(self.personas)) or "none"
-            raise UnknownPersonaError(f"unknown persona {name!r} (known: {known})") from None
+            raise UnknownPersonaError(f"unknown persona {name!r} (known: {known})", name) from None
 
     def transact(self, at: datetime, body: Callable[[Batch], T]) -> T:
         """Run ``body`` in one exclusive transaction; its emitted events commit atomically."""
