@@ -146,3 +146,72 @@ def test_the_console_run_page_shows_the_runs_chain_status(
     sql(log, "UPDATE {events} SET actor = 'mallory' WHERE event_id = 5")
     run = data.run("run_9")
     assert run is not None and run["hash_chain"] == "broken at event 5 (run charter audit verify)"
+
+
+def _rechain(log: EventLog) -> None:
+    """What an attacker with write access does after editing: recompute every link."""
+    from charter.runtime.audit import chain_hash
+
+    previous = None
+    for event in list(log.iter_all()):
+        link = chain_hash(previous, event)
+        sql(log, "UPDATE {events} SET chain = %s WHERE event_id = %s", (link, event.event_id))
+        previous = link
+
+
+def test_signed_checkpoints_catch_a_rewritten_and_rechained_history(
+    log: EventLog, state_location: dict[str, str]
+) -> None:
+    from charter.cli import cli as root
+
+    keys = json.loads(CliRunner().invoke(root, ["audit", "keygen", "--json"]).stdout)
+    env = {"CHARTER_AUDIT_SIGNING_KEY": keys["private_key"]}
+    fill(log)
+    unsigned = cli(state_location, "verify", "--key", keys["public_key"], "--json")
+    assert unsigned.exit_code == 1
+    assert (
+        json.loads(unsigned.stdout)["problems"][0]["problem"] == "no signed checkpoint in the log"
+    )
+
+    where = ["--state", state_location["url"]] if "url" in state_location else [
+        "--state-dir", state_location["state_dir"]]  # fmt: skip
+    signed = CliRunner(env=env).invoke(
+        root, ["audit", "checkpoint", "--json", "--at", "2026-11-21T10:00:00Z", *where]
+    )
+    assert signed.exit_code == 0, signed.output
+    head = json.loads(signed.stdout)
+    assert head["event_id"] == 8 and head["checkpoint_event_id"] == 9
+    fill(log, 2)  # work continues after the checkpoint
+    ok = cli(state_location, "verify", "--key", keys["public_key"], "--json")
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.stdout)["signatures"]["signed_through"] == 8
+    assert (
+        "signed through event 8"
+        in cli(state_location, "verify", "--key", keys["public_key"]).output
+    )
+
+    # hostile: rewrite event 3 and recompute every link: the plain chain verifies again...
+    payload = '{"i": 3, "cost": 0.0, "note": "paid", "nested": {"a": [3], "b": 1}}'
+    cast = "%s" if log.backend == "sqlite" else "%s::jsonb"
+    sql(log, "UPDATE {events} SET payload = " + cast + " WHERE event_id = 3", (payload,))
+    _rechain(log)
+    assert cli(state_location, "verify").exit_code == 0
+    # ...but the signed head no longer matches the log
+    caught = cli(state_location, "verify", "--key", keys["public_key"], "--json")
+    assert caught.exit_code == 1
+    (problem,) = json.loads(caught.stdout)["problems"]
+    assert problem["event_id"] == 8 and "rewritten" in problem["problem"]
+
+    # a checkpoint re-signed with the attacker's own key is not accepted either
+    other = json.loads(CliRunner().invoke(root, ["audit", "keygen", "--json"]).stdout)
+    forged = cli(state_location, "verify", "--key", other["public_key"], "--json")
+    assert forged.exit_code == 1
+    assert json.loads(forged.stdout)["problems"][0]["problem"] == "checkpoint signed by another key"
+
+
+def test_signing_input_errors_are_clear(state_location: dict[str, str], log: EventLog) -> None:
+    bad = cli(state_location, "verify", "--key", "not-a-key", "--json")
+    assert bad.exit_code == 2
+    assert json.loads(bad.stdout)["error"]["field_path"] == "--key"
+    none = cli(state_location, "checkpoint", "--json")
+    assert none.exit_code == 2 and "CHARTER_AUDIT_SIGNING_KEY" in none.stdout

@@ -16,11 +16,14 @@ import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .clock import format_time
 from .events import Event
 from .log import EventLog
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 GENESIS = ""
 _PAGE = 5000
@@ -60,6 +63,7 @@ class ChainReport:
     recorded_last_event_id: int = 0
     head: str | None = None
     problems: list[dict[str, Any]] = field(default_factory=list)
+    signatures: dict[str, Any] | None = None  # with a key: the checkpoints' report
 
     @property
     def ok(self) -> bool:
@@ -80,6 +84,7 @@ class ChainReport:
             "head": self.head,
             "first_bad_event_id": self.first_bad_event_id,
             "problems": self.problems[:20],
+            "signatures": self.signatures,
         }
 
 
@@ -96,12 +101,30 @@ def _rows(log: EventLog) -> Iterator[tuple[Event, str | None]]:
         after = events[-1].event_id
 
 
-def verify(log: EventLog) -> ChainReport:
-    """Recompute the chain over the whole log (one pass, paged)."""
+def verify(log: EventLog, *, key: Ed25519PublicKey | None = None) -> ChainReport:
+    """Recompute the chain over the whole log (one pass, paged).
+
+    With ``key``, also check the signed checkpoints (:mod:`charter.runtime.signing`):
+    each must carry a valid signature by ``key`` over the head the log really has at
+    the signed event, and at least one must exist.
+    """
+    from .signing import AUDIT_PERSONA, CHECKPOINT_KIND, verify_checkpoints
+
     report = ChainReport(recorded_last_event_id=log.last_event_id())
+    checkpoints: list[tuple[int, dict[str, Any]]] = []
+    if key is not None:
+        checkpoints = [
+            (e.event_id, dict(e.payload))
+            for e in log.iter_all(persona=AUDIT_PERSONA)
+            if e.kind == CHECKPOINT_KIND
+        ]
+    signed_ids = {int(p.get("event_id") or 0) for _, p in checkpoints}
+    heads: dict[int, str | None] = {}
     previous: str | None = None
     expected_id = 1
     for event, stored in _rows(log):
+        if event.event_id in signed_ids:
+            heads[event.event_id] = stored
         report.events += 1
         if event.event_id != expected_id:
             report.problems.append(
@@ -140,6 +163,10 @@ def verify(log: EventLog) -> ChainReport:
                 f"{report.recorded_last_event_id} (the tail was removed)",
             }
         )
+    if key is not None:
+        signed = verify_checkpoints(heads, checkpoints, key, log.topic)
+        report.signatures = signed.to_dict()
+        report.problems.extend(signed.problems)
     return report
 
 

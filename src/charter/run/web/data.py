@@ -128,7 +128,8 @@ class ConsoleData:
         specs = dict(self.specs)
         if not specs:  # console alone on a state: the personas the log knows (incremental)
             for event in log.read(after=self._cursor):
-                self._seen.add(event.persona)
+                if event.persona != "charter.audit":  # signed checkpoints, not a persona
+                    self._seen.add(event.persona)
                 self._cursor = event.event_id
             specs = {n: PersonaRuntimeSpec(name=n) for n in self._seen}
         return PersonaRuntime(log, specs, routes=self.routes, actor="charter-console")
