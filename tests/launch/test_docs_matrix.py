@@ -34,7 +34,18 @@ def test_matrix_json_covers_every_cli_and_element(tmp_path: Path) -> None:
     for row in data.values():
         assert set(row) == {"claude", "codex", "gemini", "opencode"}
         assert all(cell["strength"] in ("strong", "partial", "none") for cell in row.values())
+        for cell in row.values():
+            strong = cell["strength"] == "strong"
+            assert (cell["enforced_by"] in ("cli", "sandbox", "both")) == strong
     # What the notes measured: Claude's --tools is a real allow list; codex has none.
     assert data["tools.allow"]["claude"]["strength"] == "strong"
-    assert data["network.deny"]["codex"]["strength"] == "strong"
-    assert data["network.deny"]["claude"]["strength"] == "partial"
+    assert data["network.deny"]["codex"]["enforced_by"] == "cli"
+    # Claude alone cannot stop Bash from reaching the network; the sandbox around it does
+    claude = data["network.deny"]["claude"]
+    assert claude["cli_alone"]["strength"] == "partial"
+    assert (claude["strength"], claude["enforced_by"]) == ("strong", "both")
+    # opencode has no path translation at all: the sandbox alone holds it
+    assert data["paths.read.deny"]["opencode"]["enforced_by"] == "sandbox"
+    assert data["paths.read.deny"]["opencode"]["cli_alone"]["strength"] == "none"
+    # the sandbox cannot judge command lines: those stay below strong
+    assert data["commands.deny"]["claude"]["strength"] == "partial"

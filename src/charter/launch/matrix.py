@@ -2,6 +2,9 @@
 
 ``charter print-policy --matrix`` prints it; docs/launch.md embeds the same output (a test
 keeps the two identical), so the documentation can never claim what the code does not do.
+Each cell is what ``charter launch`` gives by default (``--sandbox auto``): the CLI's own
+translation, and where that is below strong for a path or network element, charter's OS
+sandbox around it (the plan's own functions decide, so matrix and launch cannot differ).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from typing import Any
 
 from charter.policy import Policy
 
+from . import sandboxing
 from .clis import CLIS
 from .translate import TRANSLATORS, Context
 
@@ -34,12 +38,16 @@ SAMPLES: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
-def matrix() -> dict[str, dict[str, dict[str, str]]]:
-    """element -> cli -> {"strength", "reason"}."""
-    out: dict[str, dict[str, dict[str, str]]] = {}
+def matrix() -> dict[str, dict[str, dict[str, Any]]]:
+    """element -> cli -> {"strength", "enforced_by", "reason", "cli_alone"}.
+
+    ``enforced_by`` is ``cli``, ``sandbox`` or ``both`` for a strong cell and ``none``
+    otherwise; ``cli_alone`` is the CLI's own rating (``--sandbox never``).
+    """
+    out: dict[str, dict[str, dict[str, Any]]] = {}
     for element, (data, tier) in SAMPLES.items():
         policy = Policy.from_dict(data)
-        row: dict[str, dict[str, str]] = {}
+        row: dict[str, dict[str, Any]] = {}
         for name, spec in CLIS.items():
             ctx = Context(
                 spec=spec,
@@ -56,14 +64,34 @@ def matrix() -> dict[str, dict[str, dict[str, str]]]:
                 euid=1000,
             )
             translation = TRANSLATORS[name][0](ctx)
-            found = next((e for e in translation.elements if e.key == element), None)
-            row[name] = (
-                {"strength": found.strength, "reason": found.reason}
-                if found
-                else {"strength": "none", "reason": "not translated"}
-            )
+            alone = next((e for e in translation.elements if e.key == element), None)
+            elements = translation.elements
+            gaps = sandboxing.gap_elements(elements)
+            if sandboxing.wanted("auto", policy, gaps):
+                elements = sandboxing.enforced_by_sandbox(elements, gaps)
+            found = next((e for e in elements if e.key == element), None)
+            if found is None or alone is None:
+                row[name] = {
+                    "strength": "none",
+                    "enforced_by": "none",
+                    "reason": "not translated",
+                    "cli_alone": {"strength": "none", "reason": "not translated"},
+                }
+                continue
+            row[name] = {
+                "strength": found.strength,
+                "enforced_by": found.enforcer if found.strength == "strong" else "none",
+                "reason": found.reason,
+                "cli_alone": {"strength": alone.strength, "reason": alone.reason},
+            }
         out[element] = row
     return out
+
+
+def _cell(cell: dict[str, Any]) -> str:
+    if cell["strength"] == "strong":
+        return f"strong ({cell['enforced_by']})"
+    return str(cell["strength"])
 
 
 def render_markdown() -> str:
@@ -74,13 +102,13 @@ def render_markdown() -> str:
         "|---|" + "---|" * len(names),
     ]
     for element, row in data.items():
-        lines.append(f"| `{element}` | " + " | ".join(row[n]["strength"] for n in names) + " |")
+        lines.append(f"| `{element}` | " + " | ".join(_cell(row[n]) for n in names) + " |")
     lines.append("")
     for name in names:
         lines.append(f"**{name}** ({CLIS[name].npm_package} {CLIS[name].version})")
         lines.append("")
         for element, row in data.items():
             cell = row[name]
-            lines.append(f"- `{element}` — {cell['strength']}: {cell['reason']}")
+            lines.append(f"- `{element}` — {_cell(cell)}: {cell['reason']}")
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
