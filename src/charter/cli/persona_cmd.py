@@ -231,6 +231,7 @@ def check_cmd(ctx: click.Context, path: str | None, as_json: bool) -> None:
     from charter.manifest.routes import unreachable_steps
 
     warnings = unreachable_steps(manifest.handoff_routes)
+    warnings.extend(policy_warnings(manifest))
     if as_json:
         emit_json(
             {
@@ -248,6 +249,19 @@ def check_cmd(ctx: click.Context, path: str | None, as_json: bool) -> None:
     n = len(manifest.personas)
     where = manifest.manifest_path or "persona folders"
     click.echo(f"ok: {n} persona{'s' if n != 1 else ''} in {where}: {', '.join(manifest.names)}")
+
+
+def policy_warnings(manifest: Manifest) -> list[str]:
+    """How the MCP rule widened a policy, and tool names that look like typos."""
+    from charter.policy import BUILTIN_TOOLS, unknown_tool_names
+
+    out: list[str] = []
+    for p in manifest.personas:
+        out.extend(f"persona {p.name}: {note}" for note in p.policy_notes)
+        # custom tools (registered by workflows) are fine: report only likely typos
+        typos = unknown_tool_names(p.effective_policy, BUILTIN_TOOLS)
+        out.extend(f"persona {p.name}: {t}" for t in typos if "did you mean" in t)
+    return out
 
 
 @persona.command("inspect")

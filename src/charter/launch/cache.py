@@ -68,6 +68,7 @@ def inputs(
     return [
         CACHE_VERSION,
         __version__,
+        _code_stamp(),
         tool,
         persona,
         list(user_args),
@@ -76,6 +77,25 @@ def inputs(
         euid,
         relevant,
     ]
+
+
+_CODE_DIRS = ("launch", "launch/translate", "policy", "manifest", "sandbox")
+
+
+def _code_stamp() -> int:
+    """The newest mtime of the code a plan is computed by: an edited or reinstalled
+    charter (same version, e.g. an editable install) never reuses a stale plan."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    newest = 0
+    for sub in _CODE_DIRS:
+        try:
+            with os.scandir(os.path.join(root, sub)) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".py"):
+                        newest = max(newest, entry.stat().st_mtime_ns)
+        except OSError:
+            continue
+    return newest
 
 
 def _signature(dep: str) -> list[int] | None:

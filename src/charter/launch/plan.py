@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from charter.manifest.discovery import find_repo_root
-from charter.policy import Policy
+from charter.policy import BUILTIN_TOOLS, Policy, unknown_tool_names
 
 from . import sandboxing
 from .argv import Layered, layer
@@ -246,7 +246,13 @@ def build_plan(opts: LaunchOptions) -> Plan:
     )
     translate, yolo = TRANSLATORS[spec.name]
     translation = translate(ctx)
-    notes: list[str] = []
+    notes: list[str] = list(persona.policy_notes)
+    cli_names = [name for t in spec.tools for name in (t.canonical, t.name)]
+    notes.extend(
+        unknown_tool_names(
+            policy, cli_names, where=f"a {spec.name} tool", suggest_from=BUILTIN_TOOLS
+        )
+    )
     try:
         sandbox_mode = sandboxing.decide_mode(
             opts.sandbox,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from charter.policy import Frame, Policy, Rules, SideEffectLevel
+from charter.policy import Frame, Policy, Rules, SideEffectLevel, mcp_tools_follow_servers
 
 from .errors import ManifestError
 from .spec import AutonomyTier, ReceiptPolicy
@@ -197,15 +197,32 @@ class Persona:
 
     @cached_property
     def effective_policy(self) -> Policy:
-        """tools + capabilities + the ``policy`` table + the folder's policy, intersected."""
+        """tools + capabilities + the ``policy`` table + the folder's policy, intersected.
+
+        The MCP rule (:func:`charter.policy.mcp_tools_follow_servers`) is applied to each
+        author's part on its own: the manifest entry (its ``tools`` and ``policy``), then
+        the folder's ``persona.json``.
+        """
+        return self._policy_and_notes[0]
+
+    @property
+    def policy_notes(self) -> tuple[str, ...]:
+        """How the MCP rule changed the persona's policy (for check, inspect, launch)."""
+        return self._policy_and_notes[1]
+
+    @cached_property
+    def _policy_and_notes(self) -> tuple[Policy, tuple[str, ...]]:
         base = Policy(
             tools=Rules((self.tools,)) if self.tools is not None else Rules(),
             capabilities=Rules((self.capabilities,)) if self.capabilities is not None else Rules(),
         )
-        for extra in (self.policy, self.folder_policy):
-            if extra is not None:
-                base = base.intersect(extra)
-        return dataclasses.replace(base, name=f"persona:{self.name}")
+        if self.policy is not None:
+            base = base.intersect(self.policy)
+        base, notes = mcp_tools_follow_servers(base)
+        if self.folder_policy is not None:
+            folder, more = mcp_tools_follow_servers(self.folder_policy)
+            base, notes = base.intersect(folder), notes + more
+        return dataclasses.replace(base, name=f"persona:{self.name}"), notes
 
     def frame(self) -> Frame:
         """The persona's frame for the execution-policy stack."""

@@ -15,7 +15,7 @@ from .errors import PolicyError, PolicyIssue
 from .frame import Frame
 from .levels import LEVEL_NAMES, UNANNOTATED_LEVEL, SideEffectLevel
 from .loader import load_policy_file
-from .model import PathRules, Policy, Rules
+from .model import PathRules, Policy, Rules, mcp_tools_follow_servers, unknown_tool_names
 from .names import canonical_name
 from .network import DEFAULT_SCHEMES, HostError, host_of, parse_target
 from .paths import (
@@ -57,6 +57,8 @@ __all__ = [
     "PathContext",
     "PathRules",
     "Policy",
+    "mcp_tools_follow_servers",
+    "unknown_tool_names",
     "PolicyError",
     "PolicyIssue",
     "Rules",

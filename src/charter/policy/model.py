@@ -315,6 +315,72 @@ class Policy:
         return CompiledPolicy(self)
 
 
+def mcp_tools_follow_servers(policy: Policy) -> tuple[Policy, tuple[str, ...]]:
+    """Apply the rule for a tools allow list beside an MCP server allow list.
+
+    The rule (docs/policy.md, "MCP tools and tools.allow"): when one author's policy
+    allows MCP servers by name and has a ``tools`` allow list that names no MCP tool
+    (no ``server__tool`` pattern), the tools of those servers are allowed too: each such
+    allow list gains ``<server>__*`` for every allowed server pattern. Otherwise allowing
+    a server would silently offer none of its tools. A tools allow list that names MCP
+    tools keeps exactly what it names. Apply it to each authored source *before* frames
+    are intersected (a frame that never mentioned servers must still not widen).
+
+    Returns the policy and one note per allow list that was extended.
+    """
+    servers = tuple(dict.fromkeys(s for group in policy.mcp_servers.allow for s in group))
+    if not servers or not policy.tools.allow:
+        return policy, ()
+    groups: list[tuple[str, ...]] = []
+    notes: list[str] = []
+    for group in policy.tools.allow:
+        if any("__" in pattern for pattern in group) or not group:
+            groups.append(group)
+            continue
+        added = tuple(f"{server}__*" for server in servers)
+        groups.append(group + added)
+        notes.append(
+            "tools.allow names no MCP tool and mcp_servers.allow names "
+            f"{', '.join(servers)}: their tools are allowed too ({', '.join(added)})"
+        )
+    if not notes:
+        return policy, ()
+    return replace(policy, tools=Rules(tuple(groups), policy.tools.deny)), tuple(notes)
+
+
+def unknown_tool_names(
+    policy: Policy,
+    known: Iterable[str],
+    *,
+    where: str = "a built-in tool",
+    suggest_from: Iterable[str] = (),
+) -> list[str]:
+    """Literal tool names in ``policy.tools`` that are not in ``known``, with a
+    did-you-mean each from ``known`` and ``suggest_from`` (glob patterns and MCP
+    ``server__tool`` names are skipped); a known name is never suggested for itself."""
+    import difflib
+
+    catalog = sorted({name.lower() for name in known})
+    suggestions = sorted(set(catalog) | {name.lower() for name in suggest_from})
+    rules = policy.tools
+    out: list[str] = []
+    seen: set[str] = set()
+    for kind, names in (("allow", [n for g in rules.allow for n in g]), ("deny", rules.deny)):
+        for name in names:
+            if name in seen or "__" in name or any(c in name for c in "*?[]{}"):
+                continue
+            seen.add(name)
+            if name.lower() in catalog:
+                continue
+            if name.lower() in suggestions:  # a real tool, only not in this catalog
+                out.append(f"tools.{kind} names {name!r}, which is not {where}")
+                continue
+            close = difflib.get_close_matches(name.lower(), suggestions, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            out.append(f"tools.{kind} names {name!r}, which is not {where}{hint}")
+    return out
+
+
 def _sandbox_meet(a: Policy, b: Policy) -> str:
     # "off" survives an intersection only if every side that restricts paths or network
     # said "off" itself: one frame cannot switch off the sandbox another frame relies on.
