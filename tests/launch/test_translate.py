@@ -170,7 +170,8 @@ def test_codex_translation_and_strict_filtering(project: Path) -> None:
         "exec",
         "hi",
     ]
-    plan = plan_json("codex", "p", "--", *user, cwd=project)
+    # codex's own translation (charter's sandbox around it is checked below)
+    plan = plan_json("codex", "p", "--sandbox", "never", "--", *user, cwd=project)
     argv = plan["argv"]
     filtered = {" ".join(f["args"]) for f in plan["args"]["filtered"]}
     assert filtered == {
@@ -197,6 +198,16 @@ def test_codex_translation_and_strict_filtering(project: Path) -> None:
     element = {e["element"]: e for e in plan["elements"]}
     assert "do not exist" in element["paths.write.allow"]["reason"]
     assert element["network.deny"]["strength"] == "strong"
+    # by default the partial write roots put codex in charter's sandbox; codex's own
+    # bubblewrap cannot start inside it, so it is switched off and charter's holds all
+    nested = plan_json("codex", "p", "--", *user, cwd=project)
+    argv = nested["argv"]
+    assert "--sandbox=danger-full-access" in argv and "--sandbox=workspace-write" not in argv
+    assert not any(a.startswith("--config=sandbox_workspace_write.") for a in argv)
+    element = {e["element"]: e for e in nested["elements"]}
+    held = {k: (element[k]["strength"], element[k]["enforced_by"]) for k in element}
+    assert held["paths.write.allow"] == ("strong", "sandbox")
+    assert held["network.deny"] == ("strong", "both")  # + codex's web_search switch
 
 
 def test_gemini_admin_policy_and_filtering(project: Path) -> None:

@@ -68,7 +68,9 @@ def matrix() -> dict[str, dict[str, dict[str, Any]]]:
             elements = translation.elements
             gaps = sandboxing.gap_elements(elements)
             if sandboxing.wanted("auto", policy, gaps):
-                elements = sandboxing.enforced_by_sandbox(elements, gaps)
+                translation.elements = sandboxing.enforced_by_sandbox(elements, gaps)
+                sandboxing.nest(name, translation)
+                elements = translation.elements
             found = next((e for e in elements if e.key == element), None)
             if found is None or alone is None:
                 row[name] = {

@@ -22,7 +22,7 @@ from typing import Any
 
 from charter.policy import Policy, Rules, host_of
 
-from .translate import STRONG, Element
+from .translate import STRONG, Element, Translation
 
 SANDBOX_MODES = ("auto", "always", "never")
 
@@ -63,6 +63,9 @@ def gap_elements(elements: Sequence[Element]) -> list[Element]:
     ]
 
 
+#: How an element held by charter's sandbox shows it in ``translation``.
+SANDBOX_LABEL = "bubblewrap sandbox (charter.sandbox)"
+
 #: The environment variable that sets the mode when ``--sandbox`` is not given.
 SANDBOX_ENV = "CHARTER_LAUNCH_SANDBOX"
 
@@ -94,23 +97,69 @@ def wanted(mode: str, policy: Policy, gaps: Sequence[Element]) -> bool:
     return bool(gaps)
 
 
-def endpoint_hosts(tool: str, env: Mapping[str, str]) -> list[str]:
+def endpoint_hosts(tool: str, env: Mapping[str, str], home: str | None = None) -> list[str]:
+    """The model endpoints' hosts: the CLI's defaults, the base-URL variables, and the
+    providers the CLI's own configuration names (codex ``config.toml``
+    ``model_providers.*.base_url``; opencode ``provider.*.options.baseURL`` in
+    ``OPENCODE_CONFIG_CONTENT`` or its config file)."""
+    urls = [env[var] for var in BASE_URL_VARS if env.get(var)]
+    urls.extend(_configured_urls(tool, env, home))
     hosts = list(ENDPOINTS.get(tool, ()))
-    for var in BASE_URL_VARS:
-        if env.get(var):
-            try:
-                hosts.append(host_of(env[var]))
-            except ValueError:
-                continue
+    for url in urls:
+        try:
+            hosts.append(host_of(url))
+        except ValueError:
+            continue
     return list(dict.fromkeys(hosts))
 
 
-def sandbox_policy(policy: Policy, tool: str, env: Mapping[str, str]) -> Policy:
+def _configured_urls(tool: str, env: Mapping[str, str], home: str | None) -> list[str]:
+    import json
+
+    home = home or env.get("HOME") or os.path.expanduser("~")
+    urls: list[str] = []
+    try:
+        if tool == "codex":
+            import tomllib
+
+            path = os.path.join(
+                env.get("CODEX_HOME") or os.path.join(home, ".codex"), "config.toml"
+            )
+            with open(path, "rb") as fh:
+                data = tomllib.load(fh)
+            providers = data.get("model_providers") or {}
+            chosen = data.get("model_provider")
+            for name, provider in providers.items():
+                if isinstance(provider, dict) and (chosen is None or name == chosen):
+                    urls.append(str(provider.get("base_url") or ""))
+        elif tool == "opencode":
+            texts = [env.get("OPENCODE_CONFIG_CONTENT") or ""]
+            config = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+            for name in ("opencode.json", "config.json"):
+                try:
+                    with open(os.path.join(config, "opencode", name), encoding="utf-8") as fh:
+                        texts.append(fh.read())
+                except OSError:
+                    continue
+            for text in filter(None, texts):
+                data = json.loads(text)
+                for provider in (data.get("provider") or {}).values():
+                    options = provider.get("options") if isinstance(provider, dict) else None
+                    if isinstance(options, dict) and options.get("baseURL"):
+                        urls.append(str(options["baseURL"]))
+    except (OSError, ValueError, AttributeError):
+        return [u for u in urls if u]
+    return [u for u in urls if u]
+
+
+def sandbox_policy(
+    policy: Policy, tool: str, env: Mapping[str, str], home: str | None = None
+) -> Policy:
     """The persona's policy with the CLI's model endpoints reachable (nothing else added)."""
     net = policy.network
     if not net.restricted:
         return policy
-    hosts = endpoint_hosts(tool, env)
+    hosts = endpoint_hosts(tool, env, home)
     allow = tuple(tuple(dict.fromkeys((*group, *hosts))) for group in net.allow) or (
         (tuple(hosts),) if "*" in net.deny else ()
     )
@@ -118,8 +167,29 @@ def sandbox_policy(policy: Policy, tool: str, env: Mapping[str, str]) -> Policy:
     return dataclasses.replace(policy, network=Rules(allow, deny))
 
 
-def state_paths(tool: str, home: str) -> list[str]:
-    return [os.path.join(home, rel) for rel in STATE_DIRS.get(tool, ())]
+#: Environment variables that move a CLI's state: (variable, subdirectory under it).
+STATE_ENV: dict[str, tuple[tuple[str, str], ...]] = {
+    "claude": (("CLAUDE_CONFIG_DIR", ""),),
+    "codex": (("CODEX_HOME", ""),),
+    "gemini": (),
+    "opencode": (
+        ("XDG_DATA_HOME", "opencode"),
+        ("XDG_CONFIG_HOME", "opencode"),
+        ("XDG_CACHE_HOME", "opencode"),
+        ("XDG_STATE_HOME", "opencode"),
+    ),
+}
+
+
+def state_paths(tool: str, home: str, env: Mapping[str, str] | None = None) -> list[str]:
+    """The CLI's state and config dirs: the defaults under HOME, and wherever the
+    environment moves them (``CODEX_HOME``, ``CLAUDE_CONFIG_DIR``, the XDG dirs)."""
+    paths = [os.path.join(home, rel) for rel in STATE_DIRS.get(tool, ())]
+    for var, sub in STATE_ENV.get(tool, ()):
+        value = (env or {}).get(var)
+        if value and os.path.isabs(value):
+            paths.append(os.path.join(value, sub) if sub else value)
+    return list(dict.fromkeys(paths))
 
 
 def enforced_by_sandbox(elements: Sequence[Element], gaps: Sequence[Element]) -> list[Element]:
@@ -131,7 +201,7 @@ def enforced_by_sandbox(elements: Sequence[Element], gaps: Sequence[Element]) ->
             out.append(
                 dataclasses.replace(
                     e,
-                    translation=(*e.translation, "bubblewrap sandbox (charter.sandbox)"),
+                    translation=(*e.translation, SANDBOX_LABEL),
                     strength=STRONG,
                     reason=f"the OS sandbox enforces it (the CLI alone: {e.strength}; {e.reason})",
                     enforcer="both" if e.translation else "sandbox",
@@ -142,13 +212,73 @@ def enforced_by_sandbox(elements: Sequence[Element], gaps: Sequence[Element]) ->
     return out
 
 
+def nest(tool: str, translation: Translation) -> bool:
+    """Make ``translation`` run inside charter's sandbox; True when the CLI's own sandbox
+    was read-only (charter's must then be read-only too).
+
+    Codex runs every command in its own bubblewrap sandbox, which cannot start inside
+    charter's (``bwrap: setting up uid map: Operation not permitted``: no nested user
+    namespace), so every shell command would fail. Inside charter's sandbox, which is
+    built from the whole policy (paths and network), codex's is switched off
+    (``--sandbox=danger-full-access``; approvals unchanged) and each element it held is
+    held by charter's instead.
+    """
+    if tool != "codex":
+        return False
+    read_only = "--sandbox=read-only" in translation.args
+    args: list[str] = []
+    for arg in translation.args:
+        if arg.startswith("--sandbox="):
+            args.append("--sandbox=danger-full-access")
+        elif not arg.startswith("--config=sandbox_workspace_write."):
+            args.append(arg)
+    translation.args = list(dict.fromkeys(args))
+    moved: list[Element] = []
+    for e in translation.elements:
+        held = [
+            x for x in e.translation if x.startswith("--sandbox=") or x == "network_access=false"
+        ]
+        if not held:
+            moved.append(e)
+            continue
+        rest = tuple(
+            x
+            for x in e.translation
+            if x not in held and not x.startswith("--config=sandbox") and x != SANDBOX_LABEL
+        )
+        moved.append(
+            dataclasses.replace(
+                e,
+                translation=(*rest, SANDBOX_LABEL),
+                enforcer="both" if rest else "sandbox",
+                reason=f"charter's OS sandbox holds it (codex's own sandbox cannot run "
+                f"inside it and is off); codex alone: {e.reason}",
+            )
+        )
+    translation.elements = moved
+    return read_only
+
+
 def spec(
-    policy: Policy, tool: str, env: Mapping[str, str], home: str, tmpdir: str, reasons: list[str]
+    policy: Policy,
+    tool: str,
+    env: Mapping[str, str],
+    home: str,
+    tmpdir: str,
+    reasons: list[str],
+    *,
+    read_only: bool = False,
 ) -> dict[str, Any]:
-    """What the runner needs to build the sandbox (JSON: it goes into the launch cache)."""
+    """What the runner needs to build the sandbox (JSON: it goes into the launch cache).
+
+    ``read_only`` makes nothing writable but the CLI's own state and temp dirs (the
+    nested CLI's read-only sandbox, carried over)."""
+    if read_only:
+        paths = dataclasses.replace(policy.paths, write=policy.paths.write.intersect(Rules(((),))))
+        policy = dataclasses.replace(policy, paths=paths)
     return {
-        "policy": sandbox_policy(policy, tool, env).to_dict(),
-        "extra_writable": [*state_paths(tool, home), tmpdir],
+        "policy": sandbox_policy(policy, tool, env, home).to_dict(),
+        "extra_writable": [*state_paths(tool, home, env), tmpdir],
         "reasons": reasons,
     }
 
