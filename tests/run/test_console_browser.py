@@ -34,7 +34,18 @@ ARGS = [
 TOKEN = "alice-token-0123456789"
 SECRET = "hook-secret"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
-MERGE = {"calls": [{"tool": "github", "args": {"action": "merge", "pr": 7}, "stage": "act"}]}
+MERGE = {
+    "calls": [{"tool": "github", "args": {"action": "merge", "pr": 7}, "stage": "act"}],
+    "agent": "Summarise pull request 7 for the maintainers",
+    "handoffs": [{"kind": "findings", "payload": {"pr": 7, "why": "flaky test"}}],
+}
+ROUTES = """
+[[handoff_routes]]
+id = "findings"
+kind = "findings"
+from = "actor"
+route = [{ target = "human:maintainers", when = "always" }]
+"""
 
 if not CHROMIUM.exists() and os.environ.get("CI") != "true":
     pytest.skip("Debian's chromium is not installed (make browser)", allow_module_level=True)
@@ -42,7 +53,9 @@ if not CHROMIUM.exists() and os.environ.get("CI") != "true":
 
 @pytest.fixture
 def served(make_pack: Callable[..., Path]) -> Iterator[tuple[Path, str]]:
-    pack = make_pack(persona_toml(tier="act_with_approval"))
+    pack = make_pack(
+        persona_toml(tier="act_with_approval", handoffs='["human:maintainers"]'), routes=ROUTES
+    )
     env = {
         **os.environ,
         "CHARTER_WEBHOOK_SECRET_TEST": SECRET,
@@ -135,7 +148,22 @@ def test_fleet_feed_and_approval_in_a_real_browser(served: tuple[Path, str]) -> 
             expect(page.locator("#receipts")).to_contain_text("persona.approval.granted")
             expect(page.locator("#receipts")).to_contain_text("console:alice")
             expect(page.locator("#run-status")).to_have_text("completed")
+            # the agent's conversation is on the run page, from the log
+            transcript = page.locator("section.transcript")
+            expect(transcript).to_contain_text("Summarise pull request 7 for the maintainers")
+            expect(transcript.locator("li.role-assistant").first).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "run.png"), full_page=True)
+
+            # the human: handoff waits in the inbox; acknowledging it is recorded once
+            page.get_by_role("link", name="Inbox").first.click()
+            item = page.locator("article.inbox-item")
+            expect(item).to_contain_text("flaky test")
+            expect(item).to_contain_text("human:maintainers")
+            item.get_by_label("Note").fill("seen, will fix")
+            item.get_by_role("button", name="Acknowledge").click()
+            expect(page.get_by_role("status")).to_be_visible()
+            expect(page.locator("#inbox-empty")).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "inbox.png"), full_page=True)
             # a phone: the table scrolls inside its wrapper, the page itself does not
             page.set_viewport_size({"width": 390, "height": 844})
             page.goto(f"{base}/console")
@@ -147,3 +175,7 @@ def test_fleet_feed_and_approval_in_a_real_browser(served: tuple[Path, str]) -> 
     granted = [e for e in events(pack) if e["kind"] == "persona.approval.granted"]
     assert [g["payload"]["by"] for g in granted] == ["console:alice"]
     assert any(e["kind"] == "persona.tool.executed" for e in events(pack))
+    (transcript,) = [e for e in events(pack) if e["kind"] == "persona.run.transcript"]
+    assert transcript["payload"]["agents"][0]["messages"][0]["role"] == "user"
+    acked = [e for e in events(pack) if e["kind"] == "persona.human_inbox.acknowledged"]
+    assert len(acked) == 1 and "console:alice" in json.dumps(acked[0]["payload"])

@@ -35,6 +35,7 @@ from charter.agent import (
 from charter.manifest import Persona
 from charter.policy import make_context
 
+from . import transcripts
 from .autonomy import AutonomyGate
 from .control import HandoffIntent, RunControl
 from .errors import ModelProviderFailed, RunStopped
@@ -227,6 +228,9 @@ class RunContext:
         opts.update(options)
         result = await agent_loop_async(
             prompt, system if system is not None else self.system_prompt(), **opts
+        )
+        self._control.transcripts.append(
+            transcripts.entry(result.transcript, status=result.status, model=model)
         )
         for event in result.trace.get("events", []):
             if event.get("type") == "tool_call_audit" and event.get("status") in (

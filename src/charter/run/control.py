@@ -38,6 +38,8 @@ class RunControl:
     stop: BudgetStop | None = None
     fatal: str | None = None
     handoffs: list[HandoffIntent] = field(default_factory=list)
+    # each ctx.agent() call's bounded transcript (charter.run.transcripts)
+    transcripts: list[dict[str, Any]] = field(default_factory=list)
 
     def next_call_id(self) -> str:
         self.calls += 1

@@ -421,6 +421,11 @@ def execute_admitted(
     result.budget = budget.to_dict()
     result.warnings.extend(budget.warnings + receipts.warnings)
     result.persona_runtime.append(runtime_snapshot(session, name, clock(), "finished"))
+    if control.transcripts:
+        try:
+            receipts.mechanism(RunKind.RUN_TRANSCRIPT, {"agents": control.transcripts})
+        except ReceiptError as exc:
+            result.warnings.append(str(exc))
     try:
         receipts.mechanism(RunKind.RUN_RECORDED, {"record": result.record()})
     except ReceiptError as exc:

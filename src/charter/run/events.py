@@ -27,6 +27,7 @@ class RunKind:
     APPROVAL_DENIED = "persona.approval.denied"
     APPROVAL_EXPIRED = "persona.approval.expired"
     RUN_RECORDED = "persona.run.recorded"
+    RUN_TRANSCRIPT = "persona.run.transcript"
     # rollout evidence and standing (issue 18)
     AGREEMENT_RECORDED = "persona.rollout.agreement"
     AUTONOMY_PROMOTED = "persona.autonomy.promoted"

@@ -175,9 +175,12 @@ class ConsoleData:
             return None
         receipts = []
         record: dict[str, Any] | None = None
+        transcript: list[dict[str, Any]] = []
         for event in events:
             if event.kind == RunKind.RUN_RECORDED:
                 record = event.payload.get("record")
+            if event.kind == RunKind.RUN_TRANSCRIPT:
+                transcript.extend(event.payload.get("agents") or [])
             if event.kind in RECEIPT_KINDS or "receipt_id" in event.payload:
                 receipts.append({**supervision_frame(event), "decision": _decision(event.payload)})
         return {
@@ -186,6 +189,7 @@ class ConsoleData:
             "events": [supervision_frame(e) for e in events],
             "receipts": receipts,
             "record": record,
+            "transcript": transcript,  # one entry per ctx.agent() call of the run
             "hash_chain": chain,  # None: written before the log had a chain
         }
 
