@@ -1,8 +1,8 @@
 """The console in a real browser (Debian's Chromium driven by Playwright) on ``charter serve``.
 
-A webhook arrives and the fleet page shows the persona running; the run parks on an
-approval, which is approved from the page, and the run completes; without the token the
-same pages and actions are refused. Screenshots land in ``test-artifacts/console/``.
+A webhook arrives and the fleet page follows it live; the run parks on an approval
+(giving its lease back), which is approved from the page, and the run completes; without
+the token the same pages and actions are refused. Screenshots land in ``test-artifacts/console/``.
 """
 
 from __future__ import annotations
@@ -117,9 +117,10 @@ def test_fleet_feed_and_approval_in_a_real_browser(served: tuple[Path, str]) -> 
             scrape.add_header("Authorization", f"Bearer {TOKEN}")
             with urllib.request.urlopen(scrape, timeout=10) as response:
                 assert b"charter_admission_seconds_count 1.0" in response.read()
-            expect(row.locator('[data-field="lifecycle"]')).to_have_text("running", timeout=20_000)
+            # the run parks on its approval: it holds no lease (idle), one approval waits
+            expect(page.locator("#pending-count")).to_have_text("1", timeout=20_000)
             expect(page.locator("#feed li").first).to_be_visible()
-            expect(page.locator("#pending-count")).to_have_text("1", timeout=10_000)
+            expect(row.locator('[data-field="lifecycle"]')).to_have_text("idle")
             expect(row.locator('[data-field="approvals"]')).to_have_text("1")
             page.screenshot(path=str(ARTIFACTS / "fleet.png"), full_page=True)
 

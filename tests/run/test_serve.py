@@ -133,3 +133,41 @@ def test_serve_runs_work_queued_behind_a_dead_holder(
     assert executed(pack) == [{"action": "merge", "pr": 9}]
     kinds = [e["kind"] for e in events(pack)]
     assert kinds.index("persona.lease.expired") < kinds.index("persona.work.dequeued")
+
+
+def test_a_worker_pool_runs_webhook_work_side_by_side(make_pack: Callable[..., Path]) -> None:
+    """--workers 2: a short run finishes while a long one still holds the other worker."""
+    pack = make_pack(persona_toml(extra="runtime = { max_concurrency = 2 }"))
+    env = {**os.environ, "CHARTER_WEBHOOK_SECRET_TEST": "s"}
+    argv = charter_argv("serve", "--port", "0", "--workers", "2", "--manifest", str(pack),
+                        "--state-dir", str(pack / "state"))  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        base = proc.stdout.readline().split()[2]
+
+        def hook(ident: str, plan: dict[str, Any]) -> None:
+            body = json.dumps({"id": ident, "type": "go", **plan}).encode()
+            sig = "sha256=" + hmac.new(b"s", body, hashlib.sha256).hexdigest()
+            status, _ = _post(f"{base}/hooks/test", body, sig)
+            assert status == 202
+
+        hook("long", {"sleep": 4})
+        for _ in range(200):  # the long run has started (its marker file exists)
+            if (pack / "started").exists():
+                break
+            time.sleep(0.05)
+        hook("short", {"calls": []})
+        for _ in range(400):
+            done = [e["payload"]["work_key"] for e in events(pack)
+                    if e["kind"] == "persona.run.completed"]  # fmt: skip
+            if done:
+                break
+            time.sleep(0.05)
+        assert done[0] == "webhook:test:go:short"  # it did not wait behind the long run
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    done = [e["payload"]["work_key"] for e in events(pack) if e["kind"] == "persona.run.completed"]
+    assert done == ["webhook:test:go:short", "webhook:test:go:long"]

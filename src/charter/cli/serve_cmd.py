@@ -32,6 +32,14 @@ from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json, global_manifest
 @click.option("--state-dir", type=click.Path(path_type=Path), default=None, help="SQLite dir.")
 @click.option("--at", "at_text", default=None, metavar="RFC3339", help="Act as of this time.")
 @click.option("--json", "as_json", is_flag=True, help="With --once: print the runs as JSON.")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker threads running webhook work at once (a run waiting for an approval "
+    "parks and holds none).",
+)
 def serve(
     host: str,
     port: int,
@@ -43,6 +51,7 @@ def serve(
     state_dir: Path | None,
     at_text: str | None,
     as_json: bool,
+    workers: int,
 ) -> None:
     """Run personas continuously: cron schedules, webhooks on POST /hooks/{provider}
     (GitHub HMAC verified when a secret is set), handoff delivery, GET /status, the
@@ -96,7 +105,7 @@ def serve(
             if as_json:
                 emit_json([r.to_dict() for r in results])
             return
-        server = Server(options, host=host, port=port, secrets=table, log_line=say)
+        server = Server(options, host=host, port=port, secrets=table, log_line=say, workers=workers)
     except AccessError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)

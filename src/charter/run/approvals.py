@@ -144,8 +144,9 @@ def resolve_approval(
         if require_live:
             state = batch.state(persona)
             run = state.runs.get(run_id)
-            lease = state.leases.get(run["lease_id"]) if run else None
-            if lease is None or parse_time(lease["expires_at"]) <= batch.at:
+            lease = state.leases.get(run["lease_id"] or "") if run else None
+            parked = run_id in state.parked  # a parked run resumes once decided
+            if not parked and (lease is None or parse_time(lease["expires_at"]) <= batch.at):
                 raise ApprovalError(
                     f"run {run_id} of {persona} is no longer running (finished or its lease "
                     "expired); nothing would resume"
@@ -201,6 +202,19 @@ def pending_approvals(log: EventLog, *, persona: str | None = None) -> list[dict
     return list(requests.values())
 
 
+def requested(log: EventLog, persona: str, approval: str) -> bool:
+    """Was ``approval`` requested (by an earlier attempt of a parked run)?"""
+    return any(
+        e.kind == RunKind.APPROVAL_REQUESTED and e.payload.get("approval_id") == approval
+        for e in log.iter_all(persona=persona)
+    )
+
+
+def decided(log: EventLog, persona: str, approval: str) -> ApprovalVerdict | None:
+    """The decision on ``approval`` if one is in the log (no waiting)."""
+    return wait_for_resolution(log, persona, approval, after_event_id=0, timeout=0)
+
+
 def wait_for_resolution(
     log: EventLog,
     persona: str,
@@ -241,7 +255,9 @@ __all__ = [
     "CallbackApprover",
     "InteractiveApprover",
     "approval_id",
+    "decided",
     "pending_approvals",
+    "requested",
     "resolve_approval",
     "wait_for_resolution",
 ]

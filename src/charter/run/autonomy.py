@@ -34,12 +34,15 @@ from .approvals import (
     ApprovalVerdict,
     Approver,
     approval_id,
+    decided,
+    requested,
     resolve_approval,
     wait_for_resolution,
 )
 from .control import RunControl
 from .errors import ApprovalError, ReceiptError
 from .events import RunKind
+from .parking import ReplayDiverged, RunParked
 from .tiers import ACT_WITH_APPROVAL, SHADOW, SUGGEST, is_side_effecting
 
 Executor = Callable[[ToolCall], Any]
@@ -96,6 +99,18 @@ class AutonomyGate:
         if not is_side_effecting(call.annotations):
             return await _await(inner(call))
         call_id = control.next_call_id()
+        if control.replay is not None:  # resuming a parked run (charter.run.parking)
+            try:
+                entry = control.replay.tool(call_id, call.name)
+            except ReplayDiverged as exc:
+                control.fatal = str(exc)
+                return {"status": "error", "error": str(exc)}
+            if entry is not None:
+                control.journal.tools[call_id] = entry
+                control.tool_calls.append(
+                    {"call_id": call_id, "tool": call.name, "status": "replayed"}
+                )
+                return entry.get("result")
         allowed = decide_current(call, context=self.context)
         base: dict[str, Any] = {
             "call_id": call_id,
@@ -169,6 +184,7 @@ class AutonomyGate:
             raise
         finally:
             control.tool_calls.append({**base, "status": status, "executed": True})
+            control.journal.tools[call_id] = {"tool": call.name, "result": _jsonable(value)}
             try:
                 control.receipts.receipt(
                     RunKind.TOOL_EXECUTED, {**base, "status": status, "result": summarize(value)}
@@ -185,6 +201,13 @@ class AutonomyGate:
         )
         aid = approval_id(control.run_id, base["call_id"])
         mode = self.approver.mode if self.approver is not None else "log"
+        if control.park and control.replay is not None:
+            # the parked attempt recorded this request already: never ask twice
+            verdict = decided(control.receipts.runtime.log, control.persona, aid)
+            if verdict is not None:
+                return verdict
+            if requested(control.receipts.runtime.log, control.persona, aid):
+                raise RunParked(aid, base["call_id"], call.name)
         request = control.receipts.mechanism(
             RunKind.APPROVAL_REQUESTED,
             {**base, "approval_id": aid, "decision": ask.to_dict(), "mode": mode},
@@ -207,6 +230,12 @@ class AutonomyGate:
             return _verdict(entry)
         if self.wait is None:
             raise ReceiptError("no approval hook and no durable approval wait configured")
+        if control.park:
+            # serve: give the lease back instead of holding a worker (charter.run.parking)
+            verdict = decided(control.receipts.runtime.log, control.persona, aid)
+            if verdict is not None:
+                return verdict
+            raise RunParked(aid, base["call_id"], call.name)
         self.notify(
             f"waiting for approval: charter approve {control.run_id} {base['call_id']}   "
             f"(or: charter deny {control.run_id} {base['call_id']})"
@@ -274,6 +303,10 @@ def durable_wait(
         )
 
     return wait
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
 
 
 async def _await(value: Any) -> Any:

@@ -69,6 +69,20 @@ class TriggerEnvelope:
             "handoff": dict(self.handoff) if self.handoff is not None else None,
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TriggerEnvelope:
+        """The inverse of :meth:`to_dict` (a parked run's stored trigger)."""
+        return cls(
+            str(data["source"]),
+            str(data["work_key"]),
+            str(data["at"]),
+            data.get("provider"),
+            data.get("kind"),
+            dict(data.get("metadata") or {}),
+            data.get("payload"),
+            data.get("handoff"),
+        )
+
 
 class RunContext:
     """The run as the workflow sees it."""

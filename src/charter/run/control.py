@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .budget import BudgetStop, LiveBudget
+from .parking import Journal, Replay
 from .receipts import ReceiptLog
 
 
@@ -40,6 +41,11 @@ class RunControl:
     handoffs: list[HandoffIntent] = field(default_factory=list)
     # each ctx.agent() call's bounded transcript (charter.run.transcripts)
     transcripts: list[dict[str, Any]] = field(default_factory=list)
+    # parking (charter.run.parking): park instead of blocking on an approval; what this
+    # attempt did; and, when resuming a parked run, the journal being replayed
+    park: bool = False
+    journal: Journal = field(default_factory=Journal)
+    replay: Replay | None = None
 
     def next_call_id(self) -> str:
         self.calls += 1

@@ -36,7 +36,7 @@ from charter.runtime import (
 from charter.runtime.budget import spent_in_windows
 
 from . import evidence, promotion
-from .approvals import InteractiveApprover
+from .approvals import InteractiveApprover, decided
 from .autonomy import AutonomyGate, durable_wait
 from .budget import LiveBudget
 from .context import RunContext, TriggerEnvelope
@@ -52,13 +52,14 @@ from .errors import (
 from .events import RunKind
 from .loader import load_context_packs, load_workflow
 from .models import ModelRouter
+from .parking import Journal, Replay, RunParked
 from .receipts import ReceiptLog
 from .rollout import cohort_values, select_arm
 from .session import RunOptions, Session, session_scope
 from .tiers import effective_tier
 
 #: Statuses after which ``charter persona run`` exits 0.
-OK_STATUSES = frozenset({"completed", "queued", "duplicate"})
+OK_STATUSES = frozenset({"completed", "queued", "duplicate", "parked"})
 
 
 @dataclass
@@ -248,8 +249,14 @@ def execute_admitted(
     admission: RunReceipt,
     envelope: TriggerEnvelope,
     inbox_item: Mapping[str, Any] | None = None,
+    *,
+    replay: Mapping[str, Any] | None = None,
 ) -> RunResult:
-    """Run the entry workflow of an admitted (held) run, then finish it in the runtime."""
+    """Run the entry workflow of an admitted (held) run, then finish it in the runtime.
+
+    With ``options.park_approvals`` a call waiting for an approval parks the run (status
+    ``parked``, lease released); ``replay`` is a parked run's journal, replayed when it is
+    taken up again (:mod:`charter.run.parking`)."""
     options = session.options
     runtime = session.runtime
     clock = options.clock()
@@ -310,6 +317,11 @@ def execute_admitted(
     )
     receipts = ReceiptLog(runtime, name, run_id, persona.receipt_policy.value, clock)
     control = RunControl(name, run_id, tier, receipts, budget)
+    control.park = options.park_approvals
+    if replay is not None:
+        journal = Journal.from_dict(dict(replay))
+        control.replay = Replay(journal)
+        budget.run_usd, budget.run_tokens = journal.run_usd, journal.run_tokens
     workspace = Path(options.workspace) if options.workspace is not None else session.base
     lease_ttl = runtime.spec(name).lease_ttl_seconds
     approver = options.approver
@@ -359,6 +371,8 @@ def execute_admitted(
     except RunStopped as stopped:
         status = stopped.status
         error = str(stopped)
+    except RunParked as waiting:
+        return _park(session, persona, result, control, envelope, inbox_item, waiting)
     except (WorkflowLoadError, PricingError, ReceiptError, ModelProviderFailed) as exc:
         status, error = "failed", str(exc)
     except Exception as exc:
@@ -437,6 +451,70 @@ def execute_admitted(
                 f"{name} demoted from {demoted['from']} to {demoted['to']}: {demoted['reason']}"
             )
     return result
+
+
+def _park(
+    session: Session,
+    persona: Persona,
+    result: RunResult,
+    control: RunControl,
+    envelope: TriggerEnvelope,
+    inbox_item: Mapping[str, Any] | None,
+    waiting: RunParked,
+) -> RunResult:
+    """Record what resuming needs and give the lease back (charter.run.parking)."""
+    clock = session.options.clock()
+    control.journal.run_usd = control.budget.run_usd
+    control.journal.run_tokens = control.budget.run_tokens
+    payload = {
+        "approval_id": waiting.approval_id,
+        "call_id": waiting.call_id,
+        "tool": waiting.tool,
+        "envelope": envelope.to_dict(),
+        "inbox_item": _jsonable(dict(inbox_item)) if inbox_item is not None else None,
+        "journal": _jsonable(control.journal.to_dict()),
+    }
+    assert result.run_id is not None
+    session.runtime.park_run(persona.name, result.run_id, at=clock(), payload=payload)
+    result.status = "parked"
+    result.error = None
+    result.approvals = _jsonable(control.approvals)
+    result.tool_calls = _jsonable(control.tool_calls)
+    result.warnings.append(
+        f"parked: waiting for approval {waiting.approval_id} ({waiting.tool}); "
+        f"charter approve {result.run_id} {waiting.call_id} resumes it"
+    )
+    result.persona_runtime.append(runtime_snapshot(session, persona.name, clock(), "parked"))
+    return result
+
+
+def resume_parked_in_session(session: Session, name: str) -> list[RunResult]:
+    """Take up every parked run of ``name`` whose approval has been decided (replay)."""
+    persona = session.persona(name)
+    runtime = session.runtime
+    results: list[RunResult] = []
+    for parked in list(runtime.state(name).parked.values()):
+        if decided(session.log, name, parked["approval_id"]) is None:
+            continue  # still waiting: an approval never expires into an allow
+        stored = session.log.read(after=int(parked["event_id"]) - 1, limit=1)
+        if not stored or stored[0].kind != Kind.RUN_PARKED:
+            continue
+        data = stored[0].payload
+        receipt = runtime.unpark_run(name, parked["run_id"], at=session.options.clock()())
+        if receipt is None:
+            break  # at max_concurrency: the run stays parked until a lease frees
+        envelope = TriggerEnvelope.from_dict(data["envelope"])
+        results.append(
+            execute_admitted(
+                session,
+                persona,
+                receipt,
+                envelope,
+                data.get("inbox_item"),
+                replay=data.get("journal") or {},
+            )
+        )
+    return results
 
 
 def _heartbeat(runtime: Any, name: str, run_id: str, at: datetime) -> None:

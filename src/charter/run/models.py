@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from charter.agent import LlmRequest, Provider, ProviderError
+from charter.agent import LlmRequest, LlmResponse, Provider, ProviderError, ToolCallRequest
 from charter.manifest import ModelPolicy
 
 from .budget import BudgetExceeded
@@ -76,6 +76,11 @@ class ModelRouter:
         async def caller(call: dict[str, Any]) -> dict[str, Any]:
             if control.stopping:
                 return _stopped("the run is stopping")
+            if control.replay is not None:  # a parked run's recorded responses first
+                recorded = control.replay.model()
+                if recorded is not None:
+                    control.journal.models.append(recorded)
+                    return {"ok": True, "value": _response(recorded)}
             request: LlmRequest = call["request"]
             models = [request.model, *[m for m in fallbacks if m != request.model]]
             last: Exception | None = None
@@ -111,6 +116,7 @@ class ModelRouter:
                             return _stopped(str(rexc))
                     continue
                 usage = control.budget.charge(model, value)
+                control.journal.models.append(value.to_dict())
                 try:
                     control.receipts.receipt(RunKind.USAGE_RECORDED, usage)
                 except ReceiptError as exc:
@@ -120,6 +126,20 @@ class ModelRouter:
             return {"ok": False, "status": "provider_error", "error": last}
 
         return caller
+
+
+def _response(data: dict[str, Any]) -> LlmResponse:
+    return LlmResponse(
+        text=str(data.get("text") or ""),
+        tool_calls=tuple(
+            ToolCallRequest(str(c["id"]), str(c["name"]), dict(c.get("arguments") or {}))
+            for c in data.get("tool_calls") or []
+        ),
+        input_tokens=int(data.get("input_tokens") or 0),
+        output_tokens=int(data.get("output_tokens") or 0),
+        finish_reason=data.get("finish_reason"),
+        model=data.get("model"),
+    )
 
 
 def _stopped(message: str) -> dict[str, Any]:

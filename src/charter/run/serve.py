@@ -20,6 +20,7 @@ All runs happen on one worker thread that owns the state store connection.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -28,6 +29,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -48,7 +50,14 @@ from charter.runtime import (
 from charter.runtime.clock import utc_now
 
 from . import promotion
-from .engine import RunResult, drain_in_session, run_in_session, run_inbox_in_session
+from .engine import (
+    RunResult,
+    drain_in_session,
+    resume_parked_in_session,
+    run_in_session,
+    run_inbox_in_session,
+)
+from .errors import RunError
 from .outcomes import outcome_from_trigger
 from .session import RunOptions, Session, open_session, runtime_specs
 
@@ -158,17 +167,33 @@ class Supervisor:
             result = run_in_session(self.session, persona.name, schedule=True, work_key=key)
             self._say(f"schedule {persona.name} {key}", result)
             results.append(result)
+        results.extend(self.resume_parked())
         results.extend(self.drain())
         results.extend(self.deliver())
         return results
 
-    def drain(self) -> list[RunResult]:
-        """Run work queued at ``max_concurrency`` whose leases have freed (or expired)."""
+    def resume_parked(self) -> list[RunResult]:
+        """Take up parked runs whose approval was decided (from any process or host)."""
         results: list[RunResult] = []
         for persona in self.session.manifest.personas:
-            for result in drain_in_session(self.session, persona.name):
-                self._say(f"queued -> {persona.name} {result.work_key}", result)
+            if not self.session.runtime.state(persona.name).parked:
+                continue
+            for result in resume_parked_in_session(self.session, persona.name):
+                self._say(f"resumed -> {persona.name} {result.work_key}", result)
                 results.append(result)
+        return results
+
+    def drain(self) -> list[RunResult]:
+        """Run queued work (accepted webhooks, work that waited at ``max_concurrency``)."""
+        results: list[RunResult] = []
+        for persona in self.session.manifest.personas:
+            results.extend(self.drain_persona(persona.name))
+        return results
+
+    def drain_persona(self, name: str) -> list[RunResult]:
+        results = drain_in_session(self.session, name)
+        for result in results:
+            self._say(f"run {name} {result.work_key}", result)
         return results
 
     def next_due(self, now: datetime) -> datetime | None:
@@ -180,7 +205,7 @@ class Supervisor:
                     soonest = upcoming
         return soonest
 
-    def run_webhook(self, job: WebhookJob) -> RunResult | None:
+    def run_webhook(self, job: WebhookJob, *, deliver: bool = True) -> RunResult | None:
         if not job.persona:  # an outcome no persona is triggered by (issue 18)
             recorded = promotion.observe_trigger(
                 self.session.runtime,
@@ -203,7 +228,8 @@ class Supervisor:
             payload=job.payload,
         )
         self._say(f"webhook {job.provider} -> {job.persona} {result.work_key}", result)
-        self.deliver()
+        if deliver:
+            self.deliver()
         return result
 
     def deliver(self) -> list[RunResult]:
@@ -244,15 +270,25 @@ class Server:
         secrets: Mapping[str, str] | None = None,
         log_line: Callable[[str], None] = print,
         access: Any = None,
+        workers: int = 1,
     ) -> None:
         from .web import Access, Metrics, bind_socket
 
+        if workers < 1:
+            raise RunError(f"--workers must be at least 1, got {workers}")
+        self.workers = workers
+        # a run waiting for an approval parks instead of holding the worker
+        options = dataclasses.replace(options, park_approvals=True)
         self.options = options
         self.log_line = log_line
         self.secrets = {k.lower(): v for k, v in (secrets or {}).items()}
-        self.jobs: queue.Queue[WebhookJob] = queue.Queue()
+        # wake-ups for workers (persona names); the accepted work itself is in the log
+        self.jobs: queue.Queue[str] = queue.Queue()
+        self._accept_pool = ThreadPoolExecutor(1, thread_name_prefix="charter-accept")
+        self._accept_session: Session | None = None
         self.stopping = threading.Event()
         self.ready = threading.Event()
+        self.listening = threading.Event()
         self.worker_error: BaseException | None = None
         self.metrics = Metrics()  # /metrics of this server (admission latency observed here)
         probe = open_session(options)  # validate the manifest and the store up front
@@ -310,29 +346,77 @@ class Server:
             names, work_key = match_personas(self.manifest, provider, kind, payload)
         except (ValueError, TriggerError) as exc:
             return 400, {"error": str(exc)}
-        for name in names:
-            self.jobs.put(WebhookJob(name, provider, kind, payload, {}))
-        if not names and outcome_from_trigger(provider, kind, None, payload) is not None:
-            # no persona runs on it, but it may settle earlier proposals' agreement
-            self.jobs.put(WebhookJob("", provider, kind, payload, {}))
+        outcome = not names and outcome_from_trigger(provider, kind, None, payload) is not None
+        try:
+            # durable before the 202: a crash after it loses nothing (charter.runtime.accept)
+            accepted = self._accept_pool.submit(
+                self._accept, names, provider, kind, payload, outcome
+            ).result(timeout=60)
+        except Exception as exc:
+            self.log_line(f"webhook {provider}: could not be recorded ({exc}); 503")
+            return 503, {"error": f"could not record the webhook: {exc}"}
+        for name, status in accepted:
+            self.log_line(f"webhook {provider} -> {name} {work_key}: {status}")
+            if status == "queued":
+                self.jobs.put(name)  # wake a worker; the queue itself is in the log
         self.metrics.admission.observe(time.perf_counter() - started)
         return 202, {"work_key": work_key, "personas": names}
+
+    def _accept(
+        self,
+        names: list[str],
+        provider: str,
+        kind: str | None,
+        payload: dict[str, Any],
+        outcome: bool,
+    ) -> list[tuple[str, str]]:
+        """On the accept thread (one session, one connection): record the webhook."""
+        if self._accept_session is None:
+            self._accept_session = open_session(self.options)
+        session = self._accept_session
+        at = self.options.clock()()
+        if outcome or names:
+            # a trigger may settle earlier proposals' agreement (issue 18)
+            promotion.observe_trigger(
+                session.runtime,
+                list(session.manifest.personas),
+                provider=provider,
+                kind=kind,
+                metadata={},
+                payload=payload,
+                at=at,
+            )
+        out: list[tuple[str, str]] = []
+        for name in names:
+            receipt = session.runtime.trigger(
+                name, provider=provider, kind=kind, at=at, payload=payload, defer=True
+            )
+            out.append((name, receipt.status.value))
+        return out
+
+    def _close_accept(self) -> None:
+        if self._accept_session is not None:
+            self._accept_session.close()
+            self._accept_session = None
 
     def work(self) -> None:
         session = open_session(self.options)
         try:
             supervisor = Supervisor(session, log_line=self.log_line)
             self.ready.set()
+            # "listening on ..." is the first line scripts read: no run logs before it
+            while not self.listening.wait(0.1) and not self.stopping.is_set():
+                pass
             while not self.stopping.is_set():
                 now = self.options.clock()()
-                supervisor.tick(now)
+                supervisor.tick(now)  # schedules, parked runs, every queue, handoffs
                 upcoming = supervisor.next_due(now)
                 wait = 1.0 if upcoming is None else (upcoming - utc_now()).total_seconds()
                 try:
-                    job = self.jobs.get(timeout=max(0.05, min(1.0, wait)))
+                    name = self.jobs.get(timeout=max(0.05, min(1.0, wait)))
                 except queue.Empty:
                     continue
-                supervisor.run_webhook(job)
+                supervisor.drain_persona(name)
         except BaseException as exc:  # reported by serve_forever's caller
             self.worker_error = exc
             self.ready.set()
@@ -340,9 +424,34 @@ class Server:
         finally:
             session.close()
 
+    def work_jobs(self) -> None:
+        """A pool worker: runs accepted webhook work (worker 0 also fires schedules,
+        resumes parked runs and delivers handoffs)."""
+        session = open_session(self.options)
+        try:
+            supervisor = Supervisor(session, log_line=lambda _line: None)
+            supervisor.log_line = self.log_line
+            while not self.stopping.is_set():
+                try:
+                    name = self.jobs.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                supervisor.drain_persona(name)
+        except BaseException as exc:
+            self.worker_error = exc
+            self.stopping.set()
+        finally:
+            session.close()
+
     def serve(self) -> None:
         worker = threading.Thread(target=self.work, name="charter-serve-worker", daemon=True)
         worker.start()
+        pool = [
+            threading.Thread(target=self.work_jobs, name=f"charter-serve-worker-{n}", daemon=True)
+            for n in range(1, self.workers)
+        ]
+        for thread in pool:
+            thread.start()
         self.ready.wait()
         from .web import build_app, http_server
 
@@ -356,6 +465,7 @@ class Server:
         self.log_line(
             f"listening on {self.address} (POST /hooks/{{provider}}, GET /status, /console)"
         )
+        self.listening.set()
         try:
             self.stopping.wait()
         finally:
@@ -365,6 +475,10 @@ class Server:
             http.join(timeout=10)
             self.socket.close()
             worker.join()
+            for thread in pool:
+                thread.join()
+            self._accept_pool.submit(self._close_accept).result(timeout=30)
+            self._accept_pool.shutdown()
             self.log_line("stopped")
         if self.worker_error is not None:
             raise self.worker_error
@@ -374,8 +488,9 @@ class Server:
 
 
 def serve_once(options: RunOptions, *, log_line: Callable[[str], None] = print) -> list[RunResult]:
-    """Fire what is due at ``options.at`` (or now), deliver handoffs, and return."""
-    session = open_session(options)
+    """Fire what is due at ``options.at`` (or now), take up decided parked runs, deliver
+    handoffs, and return."""
+    session = open_session(dataclasses.replace(options, park_approvals=True))
     try:
         supervisor = Supervisor(session, log_line=log_line)
         return supervisor.tick(options.clock()())

@@ -59,6 +59,9 @@ class RunOptions:
     force: bool = False
     rerun: bool = False  # run a trigger's work key again (``<key>#rerun:<time>``)
     holder: str = "charter-run"
+    # serve: a run waiting for an approval parks (gives its lease back) instead of
+    # blocking; it resumes by replay once decided (charter.run.parking)
+    park_approvals: bool = False
     notify: Callable[[str], None] = field(default=lambda _message: None)
     log: EventLog | None = None  # an already open log (tests, serve)
 

@@ -249,6 +249,7 @@ class PersonaRuntime:
         hold: bool = False,
         error: str | None = None,
         rerun: str | None = None,
+        defer: bool = False,
     ) -> RunReceipt:
         """An external trigger, normalised to a work key; undeclared kinds need ``force``.
 
@@ -274,6 +275,8 @@ class PersonaRuntime:
             normalized.metadata,
             body=dict(payload) if payload is not None else None,
         )
+        if defer:  # record it for a worker (serve): see accept()
+            return self.accept(name, item, at=at)
         return self.submit(name, item, at=at, hold=hold, error=error)
 
     def submit(
@@ -288,6 +291,19 @@ class PersonaRuntime:
         """Offer ``item`` to ``name``: queue, dead-letter, refuse or run it."""
         self.spec(name)
         return self.transact(at, lambda b: self._submit(b, name, item, hold, error, False))
+
+    def accept(self, name: str, item: WorkItem, *, at: datetime) -> RunReceipt:
+        """Record ``item`` durably for a worker to run later (``charter serve``'s webhooks).
+
+        Work for an active persona is queued FIFO (``persona.work.queued``, reason
+        ``accepted``; one entry per key) unless its key completed within the duplicate
+        window (``duplicate``) or waits parked for an approval (``lease_busy``); paused and
+        disabled personas answer as :meth:`submit` does. Whoever drains the queue
+        (:meth:`drain`) runs it, on this host or another: a crash after acceptance loses
+        nothing.
+        """
+        self.spec(name)
+        return self.transact(at, lambda b: self._submit(b, name, item, False, None, False, True))
 
     def _wake_kind(self, item: WorkItem) -> str:
         return Kind.SCHEDULE_FIRED if item.source == "schedule" else Kind.TRIGGER_RECEIVED
@@ -315,6 +331,7 @@ class PersonaRuntime:
         hold: bool,
         error: str | None,
         from_queue: bool,
+        defer: bool = False,
     ) -> RunReceipt:
         spec = self.spec(name)
         first = batch.next_id
@@ -350,6 +367,24 @@ class PersonaRuntime:
 
         live = live_leases(state, batch.at)
         holding = next((lease for lease in live if lease["work_key"] == item.work_key), None)
+        parked = next((r for r in state.parked.values() if r["work_key"] == item.work_key), None)
+        if parked is not None:
+            # the key's run waits for an approval: the same work must not start twice
+            batch.emit(
+                name,
+                Kind.LEASE_CONFLICT,
+                {**base, "reason": "run_parked", "run_id": parked["run_id"]},
+            )
+            return self._receipt(
+                batch,
+                name,
+                ReceiptStatus.LEASE_BUSY,
+                item,
+                first,
+                run_id=parked["run_id"],
+                error=f"run {parked['run_id']} of this work key is parked waiting for "
+                f"approval {parked['approval_id']}",
+            )
         if holding is None and not from_queue and state.control == "active":
             if item.work_key in state.queued_keys():
                 batch.emit(name, Kind.WORK_COALESCED, base)
@@ -358,10 +393,11 @@ class PersonaRuntime:
                 )
             done = state.completed.get(item.work_key)
             fresh = done is None or parse_time(done["until"]) <= batch.at
-            if fresh and (len(live) >= spec.max_concurrency or state.queue):
+            if fresh and (defer or len(live) >= spec.max_concurrency or state.queue):
                 # A different key at capacity waits its turn (FIFO); so does anything
                 # arriving behind queued work, so the queue is never overtaken.
                 reason = "max_concurrency" if len(live) >= spec.max_concurrency else "queue"
+                reason = "accepted" if defer else reason
                 batch.emit(name, self._wake_kind(item), base)
                 batch.emit(
                     name,
@@ -526,6 +562,83 @@ class PersonaRuntime:
             return _lease_info(state.leases[lease["lease_id"]])
 
         return self._commit_or_raise(at, body)
+
+    def park_run(self, name: str, run_id: str, *, at: datetime, payload: Mapping[str, Any]) -> int:
+        """Park a held run that waits for an approval: ``persona.run.parked`` (with
+        ``payload``: what resuming needs) and its lease released, in one transaction.
+
+        A parked run holds no lease and so no worker and no concurrency slot; it never
+        expires (an approval never turns into an allow by waiting). Returns the event id.
+        """
+        self.spec(name)
+
+        def body(batch: Batch) -> int:
+            self._expire(batch, name)
+            state = batch.state(name)
+            run = state.runs.get(run_id)
+            if run is None or run.get("lease_id") not in state.leases:
+                raise UnknownRunError(f"{name}: no live run {run_id!r} to park")
+            lease_id = run["lease_id"]  # the parked event clears it from the run
+            event = batch.emit(
+                name,
+                Kind.RUN_PARKED,
+                {**payload, "run_id": run_id, "work_key": run["work_key"]},
+            )
+            batch.emit(name, Kind.LEASE_RELEASED, {"lease_id": lease_id, "run_id": run_id})
+            return event.event_id
+
+        return self._commit_or_raise(at, body)
+
+    def unpark_run(self, name: str, run_id: str, *, at: datetime) -> RunReceipt | None:
+        """Take a parked run up again under a new lease (receipt ``started``), or ``None``
+        while the persona is at ``max_concurrency`` (it stays parked)."""
+        spec = self.spec(name)
+
+        def body(batch: Batch) -> RunReceipt | None:
+            self._expire(batch, name)
+            state = batch.state(name)
+            parked = state.parked.get(run_id)
+            if parked is None:
+                raise UnknownRunError(f"{name}: run {run_id!r} is not parked")
+            if len(live_leases(state, batch.at)) >= spec.max_concurrency:
+                return None
+            first = batch.next_id
+            lease = LeaseInfo(
+                batch.new_id("lease"),
+                self.holder,
+                parked["work_key"],
+                format_time(batch.at),
+                format_time(add_seconds(batch.at, spec.lease_ttl_seconds)),
+            )
+            batch.emit(name, Kind.LEASE_ACQUIRED, {**lease.to_dict(), "run_id": run_id})
+            batch.emit(
+                name,
+                Kind.RUN_UNPARKED,
+                {"run_id": run_id, "lease_id": lease.lease_id, "work_key": parked["work_key"]},
+            )
+            return self._receipt(
+                batch,
+                name,
+                ReceiptStatus.STARTED,
+                WorkItem(parked["work_key"], "parked"),
+                first,
+                run_id=run_id,
+                lease=lease,
+            )
+
+        captured: list[BaseException] = []
+
+        def guarded(batch: Batch) -> RunReceipt | None:
+            try:
+                return body(batch)
+            except RuntimeError_ as exc:
+                captured.append(exc)
+                return None
+
+        result = self.transact(at, guarded)
+        if captured:
+            raise captured[0]
+        return result
 
     def _commit_or_raise(self, at: datetime, body: Callable[[Batch], T]) -> T:
         # Expired-lease recovery must persist even if the body then refuses.

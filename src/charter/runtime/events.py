@@ -27,6 +27,9 @@ class Kind:
     RUN_COMPLETED = "persona.run.completed"
     RUN_FAILED = "persona.run.failed"
     RUN_DUPLICATE = "persona.run.duplicate"
+    # a run waiting for an approval, out of its lease (serve) / taken up again
+    RUN_PARKED = "persona.run.parked"
+    RUN_UNPARKED = "persona.run.unparked"
     SPEND_RECORDED = "persona.spend.recorded"
     BUDGET_EXHAUSTED = "persona.budget.exhausted"
     WORK_QUEUED = "persona.work.queued"

@@ -46,6 +46,8 @@ class PersonaState:
     exhaustion: dict[str, Any] | None = None
     last_budget_receipt_id: str | None = None
     queue: list[dict[str, Any]] = field(default_factory=list)
+    # run_id -> the parked run (waiting for an approval without a lease)
+    parked: dict[str, dict[str, Any]] = field(default_factory=dict)
     inbox: list[dict[str, Any]] = field(default_factory=list)
     value_receipts: list[dict[str, Any]] = field(default_factory=list)
     value_receipt_count: int = 0
@@ -165,6 +167,27 @@ def apply(state: PersonaState, event: Event) -> None:
         if p.get("handoff_id"):
             state.inbox = [h for h in state.inbox if h.get("handoff_id") != p["handoff_id"]]
         _bump(state, "runs_started")
+    elif kind == Kind.RUN_PARKED:
+        run = state.runs.get(p.get("run_id", ""))
+        if run is not None:
+            run["phase"] = "parked"
+            run["lease_id"] = None
+        state.parked[p["run_id"]] = {
+            "run_id": p["run_id"],
+            "work_key": p.get("work_key"),
+            "approval_id": p.get("approval_id"),
+            "call_id": p.get("call_id"),
+            "tool": p.get("tool"),
+            "parked_at": at,
+            "event_id": event.event_id,
+        }
+        _bump(state, "runs_parked")
+    elif kind == Kind.RUN_UNPARKED:
+        state.parked.pop(p.get("run_id", ""), None)
+        run = state.runs.get(p.get("run_id", ""))
+        if run is not None:
+            run["phase"] = "running"
+            run["lease_id"] = p.get("lease_id")
     elif kind == Kind.RUN_RUNNING:
         run = state.runs.get(p.get("run_id", ""))
         if run is not None:

@@ -87,7 +87,11 @@ def render_status(state: PersonaState, spec: PersonaRuntimeSpec, now: datetime) 
         # Only runs still holding a live lease are active; a run whose lease expired is
         # listed under expired_leases (its lease) until recovery records it as failed.
         "active_runs": sorted(
-            (run for run_id, run in state.runs.items() if run_id not in stale_runs),
+            (
+                run
+                for run_id, run in state.runs.items()
+                if run_id not in stale_runs and run_id not in state.parked
+            ),
             key=lambda run: run["started_at"],
         ),
         "budget": {
@@ -105,6 +109,7 @@ def render_status(state: PersonaState, spec: PersonaRuntimeSpec, now: datetime) 
             "last_receipt_id": state.last_budget_receipt_id,
         },
         "queue": {"count": len(state.queue), "items": state.queue},
+        "parked_runs": sorted(state.parked.values(), key=lambda run: run["parked_at"]),
         "inbox": {"count": len(state.inbox), "items": state.inbox},
         "value_receipts": {
             "count": state.value_receipt_count,

@@ -1,0 +1,92 @@
+"""Parked runs: a run that waits for an approval gives its lease back and resumes by replay.
+
+``charter serve`` runs workflows with ``park_approvals``: when a call needs a human's
+approval that has not been given, the approval request is recorded and the run *parks*:
+``persona.run.parked`` stores what resuming needs (the trigger envelope, the pending
+call, the journal of what already happened, the spend so far) and the lease is released,
+so the run holds no worker and no concurrency slot, on any host, across restarts.
+
+When the approval is decided (``charter approve``/``deny`` from any process, or the
+console), any ``serve`` takes the run up again under a new lease and runs the workflow
+from the top in *replay*: side-effecting calls the journal holds return their recorded
+result without executing again (and without new receipts), model calls return their
+recorded responses (without being charged again), and the pending call gets the human's
+decision. A workflow that does something else on replay than it did the first time
+(another tool at the same call id) fails closed instead of executing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class RunParked(BaseException):
+    """Raised through the workflow when a call waits for an approval (not an Exception:
+    a workflow's ``except Exception`` must not swallow it)."""
+
+    def __init__(self, approval_id: str, call_id: str, tool: str) -> None:
+        super().__init__(f"waiting for approval {approval_id} ({tool})")
+        self.approval_id = approval_id
+        self.call_id = call_id
+        self.tool = tool
+
+
+class ReplayDiverged(RuntimeError):
+    """The workflow did something else on replay than the journal recorded."""
+
+
+@dataclass
+class Journal:
+    """What a run did before it parked: side-effecting calls and model responses."""
+
+    tools: dict[str, dict[str, Any]] = field(default_factory=dict)  # call_id -> tool, result
+    models: list[dict[str, Any]] = field(default_factory=list)  # LlmResponse.to_dict()
+    run_usd: float = 0.0
+    run_tokens: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tools": self.tools,
+            "models": self.models,
+            "run_usd": self.run_usd,
+            "run_tokens": self.run_tokens,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Journal:
+        return cls(
+            dict(data.get("tools") or {}),
+            list(data.get("models") or []),
+            float(data.get("run_usd") or 0.0),
+            int(data.get("run_tokens") or 0),
+        )
+
+
+@dataclass
+class Replay:
+    """The journal being replayed: tool results by call id, model responses in order."""
+
+    journal: Journal
+    next_model: int = 0
+
+    def tool(self, call_id: str, name: str) -> dict[str, Any] | None:
+        entry = self.journal.tools.get(call_id)
+        if entry is None:
+            return None
+        if entry.get("tool") != name:
+            raise ReplayDiverged(
+                f"replay diverged at {call_id}: the journal has {entry.get('tool')!r}, the "
+                f"workflow now calls {name!r}; nothing was executed"
+            )
+        return entry
+
+    def model(self) -> dict[str, Any] | None:
+        if self.next_model >= len(self.journal.models):
+            return None
+        response = self.journal.models[self.next_model]
+        self.next_model += 1
+        return response
+
+
+__all__ = ["Journal", "Replay", "ReplayDiverged", "RunParked"]
