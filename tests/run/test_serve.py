@@ -171,3 +171,63 @@ def test_a_worker_pool_runs_webhook_work_side_by_side(make_pack: Callable[..., P
         proc.communicate(timeout=30)
     done = [e["payload"]["work_key"] for e in events(pack) if e["kind"] == "persona.run.completed"]
     assert done == ["webhook:test:go:short", "webhook:test:go:long"]
+
+
+def test_linear_and_slack_webhooks_signed_their_way(make_pack: Callable[..., Path]) -> None:
+    fixtures = Path(__file__).parents[1] / "runtime" / "fixtures"
+    declared = 'triggers = ["linear.issue_created", "slack.message"]'
+    pack = make_pack(persona_toml().replace('triggers = ["test.go"]', declared))
+    env = {
+        **os.environ,
+        "CHARTER_WEBHOOK_SECRET_LINEAR": "lin",
+        "CHARTER_WEBHOOK_SECRET_SLACK": "sl",
+    }
+    argv = charter_argv("serve", "--port", "0", "--manifest", str(pack),
+                        "--state-dir", str(pack / "state"))  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)  # fmt: skip
+
+    def post(provider: str, body: bytes, headers: dict[str, str]) -> tuple[int, Any]:
+        request = urllib.request.Request(f"{base}/hooks/{provider}", data=body, method="POST")
+        for key, value in headers.items():
+            request.add_header(key, value)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    try:
+        assert proc.stdout is not None
+        base = proc.stdout.readline().split()[2]
+        body = (fixtures / "linear" / "Issue.create.json").read_bytes()
+        assert post("linear", body, {"Linear-Signature": "0" * 64})[0] == 401
+        good = hmac.new(b"lin", body, hashlib.sha256).hexdigest()
+        code, accepted = post("linear", body, {"Linear-Event": "Issue", "Linear-Signature": good})
+        assert code == 202 and accepted == {"work_key": "linear:issue:ENG-142",
+                                            "personas": ["actor"]}  # fmt: skip
+
+        stamp = str(int(time.time()))
+        challenge = (fixtures / "slack" / "url_verification.json").read_bytes()
+
+        def slack_headers(raw: bytes, at: str = stamp) -> dict[str, str]:
+            mac = hmac.new(b"sl", b"v0:" + at.encode() + b":" + raw, hashlib.sha256)
+            return {"X-Slack-Request-Timestamp": at, "X-Slack-Signature": "v0=" + mac.hexdigest()}
+
+        code, answer = post("slack", challenge, slack_headers(challenge))
+        assert code == 200 and answer["challenge"].startswith("3eZbrw1aBm2r")
+        mention = (fixtures / "slack" / "app_mention.json").read_bytes()
+        stale = str(int(time.time()) - 3600)
+        assert post("slack", mention, slack_headers(mention, stale))[0] == 401  # replayed
+        code, accepted = post("slack", mention, slack_headers(mention))
+        assert code == 202 and accepted["work_key"] == "slack:C0123OPS:1795603330.000200"
+        for _ in range(400):
+            done = {e["payload"]["work_key"] for e in events(pack)
+                    if e["kind"] == "persona.run.completed"}  # fmt: skip
+            if len(done) == 2:
+                break
+            time.sleep(0.05)
+        assert done == {"linear:issue:ENG-142", "slack:C0123OPS:1795603330.000200"}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)

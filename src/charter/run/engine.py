@@ -767,6 +767,17 @@ def _queue_executor(
     persona = session.persona(name)
 
     def execute(receipt: RunReceipt, item: dict[str, Any]) -> RunReceipt:
+        if item.get("provider"):
+            # as for a trigger run directly: it may settle earlier proposals (issue 18)
+            promotion.observe_trigger(
+                session.runtime,
+                list(session.manifest.personas),
+                provider=str(item["provider"]),
+                kind=item.get("kind"),
+                metadata=dict(item.get("metadata") or {}),
+                payload=item.get("body"),
+                at=session.options.clock()(),
+            )
         envelope = TriggerEnvelope(
             "queue",
             receipt.work_key or item["work_key"],

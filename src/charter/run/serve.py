@@ -43,9 +43,11 @@ from charter.runtime import (
     declares_trigger,
     format_time,
     github_kind,
+    linear_kind,
     normalize_trigger,
     open_event_log,
     parse_time,
+    slack_kind,
 )
 from charter.runtime.clock import utc_now
 
@@ -116,9 +118,47 @@ def verify_signature(secret: str | None, body: bytes, header: str | None) -> boo
     return hmac.compare_digest(expected, header.removeprefix("sha256="))
 
 
+#: Slack refuses requests older than this (replay protection); so does charter.
+SLACK_MAX_AGE = 300
+
+
+def verify_webhook(
+    provider: str, secret: str | None, body: bytes, headers: Mapping[str, str], now: float
+) -> bool:
+    """Each sender's own signature scheme (no secret configured: accepted as is).
+
+    GitHub (and any other provider): ``X-Hub-Signature-256: sha256=<hex HMAC>``.
+    Linear: ``Linear-Signature: <hex HMAC-SHA256 of the body>``. Slack: ``X-Slack-
+    Signature: v0=<hex HMAC of "v0:<X-Slack-Request-Timestamp>:<body>">`` with the
+    timestamp within five minutes of ``now``.
+    """
+    if not secret:
+        return True
+    if provider == "linear":
+        header = headers.get("linear-signature") or ""
+        expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        return bool(header) and hmac.compare_digest(expected, header)
+    if provider == "slack":
+        stamp = headers.get("x-slack-request-timestamp") or ""
+        header = headers.get("x-slack-signature") or ""
+        if not stamp.isdigit() or abs(now - int(stamp)) > SLACK_MAX_AGE:
+            return False
+        base = b"v0:" + stamp.encode() + b":" + body
+        expected = "v0=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
+        return bool(header) and hmac.compare_digest(expected, header)
+    return verify_signature(secret, body, headers.get("x-hub-signature-256"))
+
+
 def webhook_kind(provider: str, event: str | None, payload: Mapping[str, Any]) -> str | None:
-    """The trigger kind of a webhook (GitHub's event header, refined by ``action``)."""
-    return github_kind(event, payload) if provider == "github" else None
+    """The trigger kind of a webhook: GitHub's event header refined by ``action``,
+    Linear's ``type``/``action``, Slack's event type."""
+    if provider == "github":
+        return github_kind(event, payload)
+    if provider == "linear":
+        return linear_kind(payload)
+    if provider == "slack":
+        return slack_kind(payload)
+    return None
 
 
 @dataclass(frozen=True)
@@ -189,6 +229,13 @@ class Supervisor:
         for persona in self.session.manifest.personas:
             results.extend(self.drain_persona(persona.name))
         return results
+
+    def take(self, job: str | WebhookJob) -> None:
+        """A worker's job: a persona whose queue has accepted work, or an outcome."""
+        if isinstance(job, str):
+            self.drain_persona(job)
+        else:
+            self.run_webhook(job, deliver=False)
 
     def drain_persona(self, name: str) -> list[RunResult]:
         results = drain_in_session(self.session, name)
@@ -283,7 +330,7 @@ class Server:
         self.log_line = log_line
         self.secrets = {k.lower(): v for k, v in (secrets or {}).items()}
         # wake-ups for workers (persona names); the accepted work itself is in the log
-        self.jobs: queue.Queue[str] = queue.Queue()
+        self.jobs: queue.Queue[str | WebhookJob] = queue.Queue()
         self._accept_pool = ThreadPoolExecutor(1, thread_name_prefix="charter-accept")
         self._accept_session: Session | None = None
         self.stopping = threading.Event()
@@ -334,19 +381,24 @@ class Server:
         if self.stopping.is_set():
             return 503, {"error": "shutting down"}
         started = time.perf_counter()
-        signature = headers.get("x-hub-signature-256")
-        if not verify_signature(self.secret_for(provider), body, signature):
+        if not verify_webhook(provider, self.secret_for(provider), body, headers, time.time()):
             self.log_line(f"webhook {provider}: bad signature, refused (401)")
             return 401, {"error": "bad signature"}
         try:
             payload = json.loads(body or b"{}")
             if not isinstance(payload, dict):
                 raise ValueError("a webhook payload must be a JSON object")
+            if provider == "slack" and payload.get("type") == "url_verification":
+                # Slack's handshake when the endpoint is configured: echo the challenge
+                return 200, {"challenge": str(payload.get("challenge") or "")}
             kind = webhook_kind(provider, headers.get("x-github-event"), payload)
             names, work_key = match_personas(self.manifest, provider, kind, payload)
         except (ValueError, TriggerError) as exc:
             return 400, {"error": str(exc)}
-        outcome = not names and outcome_from_trigger(provider, kind, None, payload) is not None
+        # a trigger that reports an outcome (a review submitted, a PR merged) may settle
+        # earlier proposals' agreement: observed by a worker in arrival order, also when
+        # the trigger itself is refused (its key still running) or runs nothing
+        outcome = outcome_from_trigger(provider, kind, None, payload) is not None
         try:
             # durable before the 202: a crash after it loses nothing (charter.runtime.accept)
             accepted = self._accept_pool.submit(
@@ -359,6 +411,8 @@ class Server:
             self.log_line(f"webhook {provider} -> {name} {work_key}: {status}")
             if status == "queued":
                 self.jobs.put(name)  # wake a worker; the queue itself is in the log
+        if outcome:
+            self.jobs.put(WebhookJob("", provider, kind, payload, {}))
         self.metrics.admission.observe(time.perf_counter() - started)
         return 202, {"work_key": work_key, "personas": names}
 
@@ -375,17 +429,6 @@ class Server:
             self._accept_session = open_session(self.options)
         session = self._accept_session
         at = self.options.clock()()
-        if outcome or names:
-            # a trigger may settle earlier proposals' agreement (issue 18)
-            promotion.observe_trigger(
-                session.runtime,
-                list(session.manifest.personas),
-                provider=provider,
-                kind=kind,
-                metadata={},
-                payload=payload,
-                at=at,
-            )
         out: list[tuple[str, str]] = []
         for name in names:
             receipt = session.runtime.trigger(
@@ -413,10 +456,10 @@ class Server:
                 upcoming = supervisor.next_due(now)
                 wait = 1.0 if upcoming is None else (upcoming - utc_now()).total_seconds()
                 try:
-                    name = self.jobs.get(timeout=max(0.05, min(1.0, wait)))
+                    job = self.jobs.get(timeout=max(0.05, min(1.0, wait)))
                 except queue.Empty:
                     continue
-                supervisor.drain_persona(name)
+                supervisor.take(job)
         except BaseException as exc:  # reported by serve_forever's caller
             self.worker_error = exc
             self.ready.set()
@@ -433,10 +476,10 @@ class Server:
             supervisor.log_line = self.log_line
             while not self.stopping.is_set():
                 try:
-                    name = self.jobs.get(timeout=0.5)
+                    job = self.jobs.get(timeout=0.5)
                 except queue.Empty:
                     continue
-                supervisor.drain_persona(name)
+                supervisor.take(job)
         except BaseException as exc:
             self.worker_error = exc
             self.stopping.set()
@@ -506,5 +549,6 @@ __all__ = [
     "schedule_key",
     "serve_once",
     "verify_signature",
+    "verify_webhook",
     "webhook_kind",
 ]

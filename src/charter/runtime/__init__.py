@@ -62,8 +62,10 @@ from .triggers import (
     TriggerError,
     declares_trigger,
     github_kind,
+    linear_kind,
     normalize_trigger,
     parse_metadata,
+    slack_kind,
 )
 
 if TYPE_CHECKING:
@@ -131,6 +133,8 @@ __all__ = [
     "check_budget",
     "declares_trigger",
     "github_kind",
+    "linear_kind",
+    "slack_kind",
     "dispatch_handoff",
     "follow",
     "format_time",

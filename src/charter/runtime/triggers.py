@@ -38,9 +38,33 @@ _FAMILIES: dict[str, tuple[tuple[str, str], ...]] = {
         ("issue", "issue"),
         ("push", "push"),
     ),
-    "linear": (("issue", "issue"),),
+    "linear": (("issue", "issue"), ("comment", "issue")),
     "slack": (("message", "message"), ("app_mention", "message")),
 }
+
+
+def linear_kind(payload: Mapping[str, Any]) -> str | None:
+    """A Linear webhook (``type`` + ``action``) -> the trigger kind personas declare:
+    ``Issue``/``create`` is ``issue_created``, ``update`` ``issue_updated``, ``remove``
+    ``issue_removed``; ``Comment``/``create`` is ``comment_created`` (family ``issue``:
+    its work key is the commented issue's)."""
+    kind = str(payload.get("type") or "").lower()
+    action = str(payload.get("action") or "").lower()
+    verbs = {"create": "created", "update": "updated", "remove": "removed"}
+    if kind in ("issue", "comment") and action in verbs:
+        return f"{kind}_{verbs[action]}"
+    return kind or None
+
+
+def slack_kind(payload: Mapping[str, Any]) -> str | None:
+    """A Slack Events API callback -> its event type (``message``, ``app_mention``);
+    ``url_verification`` handshakes are not triggers."""
+    if payload.get("type") == "url_verification":
+        return None
+    event = payload.get("event")
+    if isinstance(event, Mapping) and event.get("type"):
+        return str(event["type"]).lower()
+    return None
 
 
 def github_kind(event: str | None, payload: Mapping[str, Any]) -> str | None:
@@ -134,18 +158,32 @@ def metadata_from_payload(provider: str, payload: Mapping[str, Any]) -> dict[str
             found["_kind"] = "issue"
     elif provider == "linear":
         data = payload.get("data") if isinstance(payload.get("data"), Mapping) else payload
-        found["identifier"] = _get(data, "identifier")
-        found["id"] = _get(data, "id")
-        found["team"] = _get(data, "team", "key")
+        if str(payload.get("type", "")).lower() == "comment":
+            # a comment's work is its issue's
+            found["identifier"] = _get(data, "issue", "identifier")
+            found["id"] = _get(data, "issue", "id") or _get(data, "issueId")
+            found["comment_id"] = _get(data, "id")
+            found["author"] = _get(data, "user", "name")
+        else:
+            found["identifier"] = _get(data, "identifier")
+            found["id"] = _get(data, "id")
+            found["assignee"] = _get(data, "assignee", "name")
+        found["team"] = _get(data, "team", "key") or _get(data, "issue", "team", "key")
+        labels = data.get("labels") if isinstance(data, Mapping) else None
+        if isinstance(labels, list):
+            names = [str(x.get("name")) for x in labels if isinstance(x, Mapping) and x.get("name")]
+            found["label"] = ",".join(names) or None
         found["action"] = payload.get("action")
-        if str(payload.get("type", "")).lower() == "issue":
-            found["_kind"] = "issue"
+        if linear_kind(payload):
+            found["_kind"] = linear_kind(payload)
     elif provider == "slack":
         event = payload.get("event") if isinstance(payload.get("event"), Mapping) else payload
         found["channel"] = _get(event, "channel")
         found["ts"] = _get(event, "ts")
         found["thread_ts"] = _get(event, "thread_ts")
         found["team"] = payload.get("team_id")
+        found["user"] = _get(event, "user")
+        found["event_id"] = payload.get("event_id")
         if _get(event, "type"):
             found["_kind"] = str(_get(event, "type"))
     else:
