@@ -26,6 +26,12 @@ def run(ctx: Any) -> dict[str, Any]:
     assessment = classify(ctx, pr)
     if ctx.trigger.kind in ("check_failed", "check_run"):
         outcome = apply_repair(ctx, pr, meta.get("check_run_id", ""))
+        # never merged on a failed check: the receipt says so and goes on for review
+        ctx.handoff(
+            "merge_receipt",
+            {"pr": pr, "work_key": ctx.trigger.work_key, "outcome": outcome, "merged": False},
+            summary=f"merge_captain did not merge PR #{pr}: check failed ({assessment[:80]})",
+        )
     else:
         outcome = merge(ctx, pr)
         ctx.handoff(

@@ -115,6 +115,7 @@ _LAZY_COMMANDS: dict[str, str] = {
         )
     },
     "run": "charter.cli.persona_run_cmd",
+    "eval": "charter.cli.persona_eval_cmd",
     **{name: "charter.cli.persona_rollout_cmd" for name in ("rollout", "promote", "feedback")},
 }
 
