@@ -23,6 +23,7 @@ from charter.runtime import (
     Batch,
     Handoff,
     HandoffError,
+    HandoffRecord,
     Kind,
     ReceiptStatus,
     RouteContext,
@@ -213,7 +214,11 @@ def _route_override(
 
 
 def _dispatch_handoffs(
-    session: Session, persona: Persona, control: RunControl, at: datetime
+    session: Session,
+    persona: Persona,
+    control: RunControl,
+    at: datetime,
+    warnings: list[str],
 ) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     exhausted = control.stop is not None
@@ -235,11 +240,28 @@ def _dispatch_handoffs(
                 override = _route_override(session, handoff, context)
                 if override is not None:
                     handoff = dataclasses.replace(handoff, policy_override=override)
-            record = dispatch_handoff(session.runtime, handoff, at=at, context=context)
+            delivered: list[dict[str, Any]] = []
+
+            def send_a2a(record: HandoffRecord, sink: list[dict[str, Any]] = delivered) -> None:
+                from . import a2a
+
+                sink.append(a2a.deliver(session.runtime, record, at=at, env=session.options.env))
+
+            record = dispatch_handoff(
+                session.runtime, handoff, at=at, context=context, dispatchers={"a2a": send_a2a}
+            )
         except HandoffError as exc:
             out.append({"status": "unrouted", "kind": intent.kind, "error": str(exc)})
             continue
-        out.append({"status": "dispatched", **record.to_dict()})
+        entry = {"status": "dispatched", **record.to_dict()}
+        if delivered:
+            entry["delivery"] = delivered[0]
+            if delivered[0]["status"] == "failed":
+                warnings.append(
+                    f"a2a handoff {record.handoff_id} to {record.route.target} failed: "
+                    f"{delivered[0].get('error')}"
+                )
+        out.append(entry)
     return out
 
 
@@ -388,7 +410,7 @@ def execute_admitted(
     result.stages = _jsonable(stage_receipts)
 
     if control.fatal is None:
-        result.handoffs = _dispatch_handoffs(session, persona, control, clock())
+        result.handoffs = _dispatch_handoffs(session, persona, control, clock(), result.warnings)
     if control.stop is not None:
         stop = control.stop
         exhausted_payload = {

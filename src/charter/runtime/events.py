@@ -44,6 +44,9 @@ class Kind:
     HANDOFF_DISPATCHED = "persona.handoff.dispatched"
     HANDOFF_RECEIVED = "persona.handoff.received"
     HANDOFF_ACCEPTED = "persona.handoff.accepted"
+    # a handoff sent to a remote agent (a2a://): its remote task, or why it failed
+    HANDOFF_DELIVERED = "persona.handoff.delivered"
+    HANDOFF_FAILED = "persona.handoff.failed"
     HUMAN_INBOX_CREATED = "persona.human_inbox.created"
     HUMAN_INBOX_ACKNOWLEDGED = "persona.human_inbox.acknowledged"
 
