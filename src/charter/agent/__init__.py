@@ -10,6 +10,7 @@ from .builtins import builtin_tools
 from .callers import compose, default_llm_caller, with_fallback, with_retry
 from .delegation import Skill, delegate_tool, skill_tool
 from .dispatch import Dispatcher, ToolOutcome
+from .hooks import CombinedHooks, LoopHook
 from .loop import agent_loop, agent_loop_async, agent_turn, agent_turn_async
 from .options import PROFILES, AgentOptionError, IterationBudget
 from .providers import (
@@ -23,6 +24,7 @@ from .providers import (
 )
 from .result import STATUSES, AgentResult, LlmStats, ToolStats, TurnResult
 from .scoping import PersonaRun, Stage, current_persona_run, persona, persona_stages, step
+from .skills import SkillMatch, SkillRegistry, skill_define, skill_registry
 from .tools import Tool, make_tool, tool
 
 __all__ = [
@@ -30,8 +32,10 @@ __all__ = [
     "STATUSES",
     "AgentOptionError",
     "AgentResult",
+    "CombinedHooks",
     "Dispatcher",
     "IterationBudget",
+    "LoopHook",
     "LlmRequest",
     "LlmResponse",
     "LlmStats",
@@ -40,6 +44,8 @@ __all__ = [
     "Provider",
     "ProviderError",
     "Skill",
+    "SkillMatch",
+    "SkillRegistry",
     "Stage",
     "Tool",
     "ToolCallRequest",
@@ -59,6 +65,8 @@ __all__ = [
     "make_tool",
     "persona",
     "persona_stages",
+    "skill_define",
+    "skill_registry",
     "skill_tool",
     "step",
     "tool",

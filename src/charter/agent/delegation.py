@@ -9,53 +9,45 @@ point of activation / delegation, so a tool wired differently cannot bypass it.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from charter.policy import BUILTIN_TOOLS, decide_current_resource
 from charter.policy.names import canonical_name
 
+from .skills import Skill, SkillsHook, as_registry
 from .tools import Tool
 
-
-@dataclass(frozen=True)
-class Skill:
-    """A named prompt fragment the model may activate with the ``skill`` tool."""
-
-    name: str
-    description: str = ""
-    prompt: str = ""
+__all__ = ["Skill", "delegate_tool", "skill_tool"]
 
 
-def _skills(items: Iterable[Skill | Mapping[str, Any]]) -> dict[str, Skill]:
-    out: dict[str, Skill] = {}
-    for item in items:
-        skill = item if isinstance(item, Skill) else Skill(**dict(item))
-        out[canonical_name(skill.name)] = skill
-    return out
+def skill_tool(skills: Any, active: Any) -> Tool:
+    """The ``skill`` tool: the model activates a skill by name.
 
-
-def skill_tool(skills: Iterable[Skill | Mapping[str, Any]], active: list[Any]) -> Tool:
-    """The ``skill`` tool: activation weaves the skill's prompt into the next turns."""
-    registry = _skills(skills)
+    ``active`` is the run's :class:`~charter.agent.skills.SkillsHook` (activation, its
+    events and its policy frame apply before the next model call) or, for callers
+    outside a loop, a plain list the skill is appended to.
+    """
+    registry = as_registry(skills)
 
     def skill(name: str) -> dict[str, Any]:
         decision = decide_current_resource("skills", name)
         if not decision.allowed:
             return decision.permission_denied()
-        found = registry.get(canonical_name(name))
+        found = registry.get(name)
         if found is None:
             return {
                 "status": "error",
                 "error": f"unknown skill '{name}'",
-                "available": sorted(registry),
+                "available": registry.names(),
             }
-        if found not in active:
+        if isinstance(active, SkillsHook):
+            active.request(found)
+        elif found not in active:
             active.append(found)
         return {"status": "ok", "activated": found.name}
 
-    listing = ", ".join(f"{s.name} ({s.description})" for s in registry.values())
+    listing = ", ".join(f"{s.name} ({s.description})" for s in registry)
     return Tool(
         name="skill",
         handler=skill,

@@ -26,6 +26,7 @@ from charter.policy import (
 from .callers import LlmCaller, call_caller, default_llm_caller
 from .delegation import delegate_tool, skill_tool
 from .dispatch import Dispatcher, ToolOutcome
+from .hooks import CombinedHooks
 from .judges import JudgeConfig, run_judge
 from .options import (
     AgentOptionError,
@@ -38,6 +39,7 @@ from .options import (
 from .providers import LlmRequest, LlmResponse, Provider, ProviderError, get_provider
 from .providers.base import ToolCallRequest
 from .result import AgentResult, LlmStats, ToolStats, TurnResult
+from .skills import skills_hook
 from .textmode import (
     DEFAULT_SENTINEL,
     has_tool_call_tags,
@@ -244,6 +246,7 @@ class _Run:
         self.next_llm_options: dict[str, Any] = {}
         self.sink = TranscriptSink(cfg.transcript_dir) if cfg.transcript_dir else None
         self.dispatcher: Dispatcher | None = None
+        self.hooks = CombinedHooks()
         self.started = time.perf_counter()
 
     # -- helpers --------------------------------------------------------------------
@@ -441,6 +444,7 @@ class _Run:
             iteration += 1
             turn_info: dict[str, Any] = {"iteration": iteration, "started": self.cfg.clock()}
             self.turns.append(turn_info)
+            await self.hooks.before_model_call(self, iteration)
             tools = [] if cfg.fmt == "none" else self.visible_tools(all_tools)
             system = self.effective_system(tools)
             messages, system = self.prompt_messages(iteration, system)
@@ -922,6 +926,7 @@ class _Run:
         self, status: str, error: dict[str, Any] | None, stop_reason: str | None
     ) -> AgentResult:
         cfg = self.cfg
+        self.hooks.on_finish(self)
         self.stats.duration_ms = int((time.perf_counter() - self.started) * 1000)
         if cfg.continue_session:
             _SESSIONS[cfg.session_id] = [dict(m) for m in self.messages]
@@ -997,14 +1002,17 @@ async def _execute(
             )
         tools = list(cfg.tools)
         run = _Run(prompt, system, cfg, provider)
-        if cfg.skills:
-            tools.append(skill_tool(cfg.skills, run.active_skills))
+        skills = skills_hook(cfg.options)
+        if skills is not None:
+            run.hooks.add(skills)
+            tools.append(skill_tool(skills.registry, skills))
         if cfg.members:
             tools.append(delegate_tool(cfg.members))
         if cfg.mcp_servers:
             from .mcp import connect_servers
 
             tools.extend(await connect_servers(cfg.mcp_servers, stack))
+        await run.hooks.on_start(run, stack)
         return await run.run(tools), run
 
 

@@ -87,6 +87,8 @@ KNOWN_OPTIONS: dict[str, Any] = {
     "mcp_servers": None,
     "session_id": None,
     "skills": None,
+    "skill_match": None,
+    "working_files": None,
     "members": None,
     "ask_user": None,
     "messages": None,
