@@ -25,6 +25,15 @@ from .providers import (
 from .result import STATUSES, AgentResult, LlmStats, ToolStats, TurnResult
 from .scoping import PersonaRun, Stage, current_persona_run, persona, persona_stages, step
 from .skills import SkillMatch, SkillRegistry, skill_define, skill_registry
+from .subagents import (
+    SubAgentRequest,
+    TokenLedger,
+    sub_agent_request,
+    sub_agent_run,
+    sub_agent_run_async,
+    sub_agent_tool,
+    sub_agent_transcript,
+)
 from .tools import Tool, make_tool, tool
 
 __all__ = [
@@ -47,6 +56,8 @@ __all__ = [
     "SkillMatch",
     "SkillRegistry",
     "Stage",
+    "SubAgentRequest",
+    "TokenLedger",
     "Tool",
     "ToolCallRequest",
     "ToolOutcome",
@@ -69,6 +80,11 @@ __all__ = [
     "skill_registry",
     "skill_tool",
     "step",
+    "sub_agent_request",
+    "sub_agent_run",
+    "sub_agent_run_async",
+    "sub_agent_tool",
+    "sub_agent_transcript",
     "tool",
     "with_fallback",
     "with_retry",
