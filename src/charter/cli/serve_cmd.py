@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,8 @@ def serve(
         state_url=state_url,
         at=at,
         llm=llm,
-        holder="charter-serve",
+        # leases name the replica that holds them (host and process)
+        holder=f"charter-serve@{socket.gethostname()}:{os.getpid()}",
         notify=lambda message: say(message),
     )
     try:

@@ -39,6 +39,7 @@ from cronsim import CronSim
 from charter.manifest.cron import expand
 from charter.runtime import (
     PersonaRuntime,
+    PersonaRuntimeError,
     TriggerError,
     declares_trigger,
     format_time,
@@ -56,8 +57,8 @@ from .engine import (
     RunResult,
     drain_in_session,
     resume_parked_in_session,
+    run_handoff_in_session,
     run_in_session,
-    run_inbox_in_session,
 )
 from .errors import RunError
 from .outcomes import outcome_from_trigger
@@ -285,7 +286,13 @@ class Supervisor:
         for persona in self.session.manifest.personas:
             if not self.session.runtime.state(persona.name).inbox:
                 continue
-            for result in run_inbox_in_session(self.session, persona.name):
+            for item in list(self.session.runtime.state(persona.name).inbox):
+                try:
+                    result = run_handoff_in_session(self.session, persona.name, item["handoff_id"])
+                except (RunError, PersonaRuntimeError) as exc:
+                    # another worker or replica took it first (or it is gone): not ours
+                    self._say(f"handoff -> {persona.name} {item['handoff_id']}: skipped ({exc})")
+                    continue
                 self._say(f"handoff -> {persona.name} {result.work_key}", result)
                 results.append(result)
         return results

@@ -1,0 +1,104 @@
+"""Two ``charter serve`` replicas on one PostgreSQL (issue 15, issue 14 §2): a run parked
+for an approval on replica A is resumed by replica B after A is killed and the approval
+comes from a third process; webhooks taken by either replica run exactly once."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from charter.runtime import open_event_log
+
+from .conftest import charter_argv, executed, invoke, persona_toml
+from .test_postgres import pg_url  # noqa: F401  (the fixture)
+
+SECRET = "replica-secret"
+
+
+def _serve(pack: Path, url: str) -> tuple[subprocess.Popen[str], str]:
+    env = {**os.environ, "CHARTER_WEBHOOK_SECRET_TEST": SECRET}
+    argv = charter_argv("serve", "--port", "0", "--manifest", str(pack), "--state", url)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith("listening on"):
+        proc.kill()
+        raise AssertionError(line + proc.communicate()[1])
+    return proc, line.split()[2]
+
+
+def _hook(base: str, ident: str, plan: dict[str, Any]) -> None:
+    body = json.dumps({"id": ident, "type": "go", **plan}).encode()
+    request = urllib.request.Request(f"{base}/hooks/test", data=body, method="POST")
+    digest = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    request.add_header("X-Hub-Signature-256", "sha256=" + digest)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 202
+
+
+def _kinds(url: str) -> list[tuple[str, dict[str, Any]]]:
+    log = open_event_log(url=url)
+    try:
+        return [(e.kind, dict(e.payload)) for e in log.iter_all()]
+    finally:
+        log.close()
+
+
+def _wait(url: str, test: Callable[[list[tuple[str, dict[str, Any]]]], bool]) -> None:
+    for _ in range(600):
+        if test(_kinds(url)):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out; log: {[k for k, _ in _kinds(url)]}")
+
+
+def test_a_parked_run_crosses_replicas_and_work_runs_once(
+    make_pack: Callable[..., Path],
+    pg_url: str,  # noqa: F811
+) -> None:
+    pack = make_pack(persona_toml(tier="act_with_approval"))
+    merge = {"calls": [{"tool": "github", "args": {"action": "merge", "pr": 7}, "stage": "act"}]}
+    a, base_a = _serve(pack, pg_url)
+    b, base_b = _serve(pack, pg_url)
+    try:
+        _hook(base_a, "w1", merge)
+        _wait(pg_url, lambda log: any(k == "persona.run.parked" for k, _ in log))
+        # replica A dies while the run waits; the run holds no lease, nothing expires
+        os.killpg(a.pid, signal.SIGKILL)
+        a.communicate()
+        # work posted to the surviving replica runs while the other run stays parked
+        _hook(base_b, "w2", {"calls": []})
+        _wait(pg_url, lambda log: any(k == "persona.run.completed" for k, _ in log))
+        (pending,) = json.loads(invoke(["approve", "--json", "--state", pg_url]).stdout)["pending"]
+        granted = invoke(["approve", pending["run_id"], pending["call_id"], "--state", pg_url])
+        assert granted.exit_code == 0, granted.output
+        # replica B takes the decided run up (it was parked on A)
+        _wait(pg_url, lambda log: sum(k == "persona.run.completed" for k, _ in log) == 2)
+    finally:
+        for proc in (a, b):
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.communicate(timeout=30)
+    log = _kinds(pg_url)
+    completed = sorted(p["work_key"] for k, p in log if k == "persona.run.completed")
+    assert completed == ["webhook:test:go:w1", "webhook:test:go:w2"]  # each exactly once
+    assert executed(pack) == [{"action": "merge", "pr": 7}]
+    # the leases name their replica: the parked run was taken up by B, not A
+    run_id = next(p["run_id"] for k, p in log if k == "persona.run.parked")
+    holders = [
+        p["holder"] for k, p in log if k == "persona.lease.acquired" and p["run_id"] == run_id
+    ]
+    assert len(holders) == 2 and holders[0] != holders[1]
+    assert holders[0] == f"charter-serve@{socket.gethostname()}:{a.pid}"
+    assert holders[1] == f"charter-serve@{socket.gethostname()}:{b.pid}"
