@@ -35,6 +35,15 @@ from .subagents import (
     sub_agent_transcript,
 )
 from .tools import Tool, make_tool, tool
+from .workers import (
+    WorkerPool,
+    agent_lifecycle_tools,
+    close_agent,
+    list_agents,
+    send_input,
+    spawn_agent,
+    wait_agent,
+)
 
 __all__ = [
     "PROFILES",
@@ -63,20 +72,26 @@ __all__ = [
     "ToolOutcome",
     "ToolStats",
     "TurnResult",
+    "WorkerPool",
+    "agent_lifecycle_tools",
     "agent_loop",
     "agent_loop_async",
     "agent_turn",
     "agent_turn_async",
     "builtin_tools",
+    "close_agent",
     "compose",
     "current_persona_run",
     "default_llm_caller",
     "delegate_tool",
     "get_provider",
+    "list_agents",
     "make_tool",
     "persona",
     "persona_stages",
+    "send_input",
     "skill_define",
+    "spawn_agent",
     "skill_registry",
     "skill_tool",
     "step",
@@ -86,6 +101,7 @@ __all__ = [
     "sub_agent_tool",
     "sub_agent_transcript",
     "tool",
+    "wait_agent",
     "with_fallback",
     "with_retry",
 ]

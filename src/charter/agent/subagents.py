@@ -35,7 +35,7 @@ from charter.policy import (
 from charter.policy.names import canonical_name
 
 from .callers import LlmCaller, call_caller, default_llm_caller, with_retry
-from .options import AgentOptionError
+from .options import AgentOptionError, check_known
 from .providers import ProviderError
 from .result import AgentResult
 from .tools import Tool, as_tools
@@ -202,6 +202,7 @@ def sub_agent_request(task: str, **options: Any) -> SubAgentRequest:
         raise AgentOptionError("task", "expected a non-empty string")
     opts = dict(options)
     rest = {k: v for k, v in opts.items() if k not in _REQUEST_KEYS}
+    check_known(rest)  # the child's agent_loop options fail here, not inside a worker
     if "llm_caller" in rest and not callable(rest["llm_caller"]):
         raise AgentOptionError("llm_caller", "expected a callable")
     try:
@@ -322,6 +323,11 @@ def _envelope(
             "messages": len(transcript.get("messages", [])),
         },
         "tools": result.tools.to_dict(),
+        "llm": result.llm.to_dict(),
+        "policy": {
+            "decisions": result.trace.get("policy_decisions", 0),
+            "ms": result.trace.get("policy_ms", 0.0),
+        },
     }
     if budget_exceeded and status != "done":
         env["error"] = {
@@ -375,11 +381,22 @@ async def sub_agent_run_async(task: str, **options: Any) -> dict[str, Any]:
     return await run_request(req)
 
 
-async def run_request(req: SubAgentRequest) -> dict[str, Any]:
+def reserve(req: SubAgentRequest) -> tuple[TokenLedger, TokenLedger]:
+    """Reserve ``req``'s budget from the ledger of this context: ``(parent, child)``."""
+    parent = _LEDGER.get() or TokenLedger()
+    return parent, parent.reserve(req.token_budget, req.name)
+
+
+async def run_request(
+    req: SubAgentRequest,
+    reserved: tuple[TokenLedger, TokenLedger] | None = None,
+    messages: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """Run a normalised request (``reserved``: a budget already held; ``messages``: a
+    transcript the child continues)."""
     from .loop import agent_loop_async
 
-    parent = _LEDGER.get() or TokenLedger()
-    ledger = parent.reserve(req.token_budget, req.name)
+    parent, ledger = reserved or reserve(req)
     inner: LlmCaller = req.options.get("llm_caller") or with_retry(max_attempts=3)(
         default_llm_caller()
     )
@@ -393,6 +410,8 @@ async def run_request(req: SubAgentRequest) -> dict[str, Any]:
         with with_execution_policy(
             req.frame_policy(), label=f"sub_agent:{req.name}", kind="sub_agent"
         ) as frame:
+            if messages:
+                opts["messages"] = [dict(m) for m in messages]
             result = await agent_loop_async(
                 req.task, system, tools=req.tools, session_id=req.session_id, **opts
             )
@@ -456,6 +475,8 @@ __all__ = [
     "child_budget",
     "child_policy",
     "current_ledger",
+    "reserve",
+    "run_request",
     "sub_agent_request",
     "sub_agent_run",
     "sub_agent_run_async",

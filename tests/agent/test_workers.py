@@ -1,0 +1,203 @@
+"""Workers: spawn/wait/send_input/close/list, narrowed at spawn time, budgets reserved."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from charter.agent import AgentOptionError, MockProvider, agent_loop, default_llm_caller
+from charter.agent.subagents import _LEDGER, TokenLedger
+from charter.agent.workers import (
+    WorkerPool,
+    agent_lifecycle_tools,
+    close_agent,
+    list_agents,
+    send_input,
+    spawn_agent,
+    wait_agent,
+)
+from charter.policy import with_execution_policy
+
+from .conftest import Recorder, tc
+
+
+def _slow(delay: float) -> Any:
+    async def caller(call: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(delay)
+        return await default_llm_caller()(call)
+
+    return caller
+
+
+def test_workers_run_concurrently_and_report(rec: Recorder) -> None:
+    pool = WorkerPool()
+
+    async def main() -> list[dict[str, Any]]:
+        handles = [
+            await spawn_agent(
+                {
+                    "task": f"job {i}",
+                    "name": f"w{i}",
+                    "tools": [rec.tool("read")],
+                    "provider": MockProvider([tc("read"), f"result {i}"]),
+                    "options": {"llm_caller": _slow(0.05)},
+                },
+                pool=pool,
+            )
+            for i in range(3)
+        ]
+        assert [h["status"] for h in list_agents(pool=pool)] == ["running"] * 3
+        return list(await wait_agent(handles, pool=pool))
+
+    started = asyncio.get_event_loop_policy().new_event_loop()
+    try:
+        t0 = started.time()
+        done = started.run_until_complete(main())
+        elapsed = started.time() - t0
+    finally:
+        started.close()
+    assert [d["summary"] for d in done] == ["result 0", "result 1", "result 2"]
+    assert all(d["ok"] and d["worker"]["status"] == "done" for d in done)
+    assert elapsed < 0.05 * 2 * 3  # two slow model calls each, overlapped
+    assert rec.names() == ["read"] * 3
+
+
+def test_worker_keeps_the_spawners_stack_after_it_is_popped(rec: Recorder) -> None:
+    pool = WorkerPool()
+
+    async def main() -> dict[str, Any]:
+        with with_execution_policy({"tools": {"deny": ["write_file"]}}, label="spawner"):
+            handle = await spawn_agent(
+                {
+                    "task": "write it",
+                    "tools": [rec.tool("write_file", level="workspace_write"), rec.tool("read")],
+                    "allowed_tools": ["write_file", "read"],
+                    "provider": MockProvider([tc("write_file"), tc("read"), "done"]),
+                    "options": {"llm_caller": _slow(0.01)},
+                },
+                pool=pool,
+            )
+        # the spawner's frame is gone before the worker's first call
+        assert handle["policy"]["tools"]["deny"] == ["write_file"]
+        return dict(await wait_agent(handle, pool=pool))
+
+    env = asyncio.run(main())
+    assert rec.names() == ["read"]  # hostile call refused, allowed twin ran
+    assert env["error"] == {
+        "category": "permission_denied",
+        "message": env["error"]["message"],
+        "tool": "write_file",
+    }
+
+
+def test_send_input_carries_or_resets_the_transcript() -> None:
+    async def run(mode: str) -> MockProvider:
+        pool = WorkerPool()
+        provider = MockProvider(["first answer", "second answer"])
+        handle = await spawn_agent(
+            {"task": "one", "provider": provider, "carry": {"transcript_mode": mode}}, pool=pool
+        )
+        await wait_agent(handle, pool=pool)
+        again = await send_input(handle, "two", pool=pool)
+        assert again["status"] == "running" and again["cycle"] == 2
+        env = await wait_agent(handle, pool=pool)
+        assert env["summary"] == "second answer" and env["session_id"].endswith(".2")
+        return provider
+
+    inherit = asyncio.run(run("inherit"))
+    assert [m["content"] for m in inherit.requests[1].messages] == [
+        "one",
+        "first answer",
+        "two",
+    ]
+    reset = asyncio.run(run("reset"))
+    assert [m["content"] for m in reset.requests[1].messages] == ["two"]
+
+
+def test_close_agent_cancels_and_releases_the_reservation() -> None:
+    pool = WorkerPool()
+
+    async def main() -> tuple[dict[str, Any], TokenLedger]:
+        ledger = TokenLedger(100)
+        token = _LEDGER.set(ledger)
+        try:
+            first = await spawn_agent(
+                {
+                    "task": "slow",
+                    "provider": MockProvider(["x"]),
+                    "token_budget": 80,
+                    "options": {"llm_caller": _slow(5)},
+                },
+                pool=pool,
+            )
+            second = await spawn_agent(
+                {"task": "b", "provider": MockProvider(["y"]), "token_budget": 80}, pool=pool
+            )
+            # reserved at spawn: the second gets what the first left
+            assert (first["token_budget"], second["token_budget"]) == (80, 20)
+            await wait_agent(second, pool=pool)
+            closed = await close_agent(first, pool=pool)
+            return closed, ledger
+        finally:
+            _LEDGER.reset(token)
+
+    closed, ledger = asyncio.run(main())
+    assert closed["status"] == "cancelled"
+    assert ledger.reserved == 0
+    with pytest.raises(AgentOptionError, match="was closed"):
+        asyncio.run(send_input(closed, "again", pool=pool))
+
+
+def test_model_drives_workers_through_lifecycle_tools(rec: Recorder) -> None:
+    child = MockProvider([tc("read"), "child result"])
+    provider = MockProvider(
+        [
+            tc("spawn_agent", task="look around", name="scout", allowed_tools=["read"]),
+            lambda req: tc("wait_agent", id=_spawned_id(req)),
+            tc("list_agents"),
+            "all done",
+        ]
+    )
+    result = agent_loop(
+        "x",
+        provider=provider,
+        tools=agent_lifecycle_tools([rec.tool("read"), rec.tool("deploy")], provider=child),
+        policy={"tools": {"deny": ["deploy"]}},
+    )
+    assert result.status == "done", result.error
+    waited = [m for m in result.transcript["messages"] if m.get("name") == "wait_agent"]
+    assert '"summary": "child result"' in waited[0]["content"]
+    listed = next(m for m in result.transcript["messages"] if m.get("name") == "list_agents")
+    assert '"worker_status": "done"' in listed["content"]
+    assert rec.names() == ["read"]
+
+
+def _spawned_id(req: Any) -> str:
+    import json
+
+    for m in reversed(req.messages):
+        if m.get("name") == "spawn_agent":
+            return str(json.loads(m["content"])["id"])
+    raise AssertionError("no spawn result")
+
+
+@pytest.mark.parametrize(
+    ("config", "where"),
+    [
+        ({"task": "x", "graph": {}}, "spawn_agent.graph"),
+        ({"task": "x", "carry": {"transcript_mode": "copy"}}, "spawn_agent.carry.transcript_mode"),
+        ({"task": ""}, "task"),
+        ({"task": "x", "options": {"max_iteratons": 2}}, "max_iteratons"),
+    ],
+)
+def test_bad_worker_config_names_the_field(config: dict[str, Any], where: str) -> None:
+    async def main() -> None:
+        handle = await spawn_agent({"provider": MockProvider(["ok"]), **config}, pool=WorkerPool())
+        env = await wait_agent(handle, pool=WorkerPool())  # pragma: no cover
+        raise AssertionError(env)
+
+    with pytest.raises(AgentOptionError) as err:
+        asyncio.run(main())
+    assert err.value.option == where
