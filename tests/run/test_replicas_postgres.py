@@ -102,3 +102,56 @@ def test_a_parked_run_crosses_replicas_and_work_runs_once(
     assert len(holders) == 2 and holders[0] != holders[1]
     assert holders[0] == f"charter-serve@{socket.gethostname()}:{a.pid}"
     assert holders[1] == f"charter-serve@{socket.gethostname()}:{b.pid}"
+
+
+def test_work_taken_by_a_busy_replica_runs_on_a_free_one(
+    make_pack: Callable[..., Path],
+    pg_url: str,  # noqa: F811
+) -> None:
+    """Replica A's only worker is busy; what A accepts is run by B (woken by NOTIFY)."""
+    pack = make_pack(persona_toml(extra="runtime = { max_concurrency = 2 }"))
+    a, base_a = _serve(pack, pg_url)
+    b, _ = _serve(pack, pg_url)
+    try:
+        _hook(base_a, "long", {"sleep": 6})
+        _wait(pg_url, lambda log: any(k == "persona.run.running" for k, _ in log))
+        started = time.monotonic()
+        _hook(base_a, "short", {"calls": []})
+        _wait(pg_url, lambda log: any(k == "persona.run.completed" for k, _ in log))
+        took = time.monotonic() - started
+    finally:
+        for proc in (a, b):
+            proc.send_signal(signal.SIGTERM)
+            proc.communicate(timeout=30)
+    log = _kinds(pg_url)
+    first = next(p for k, p in log if k == "persona.run.completed")
+    assert first["work_key"] == "webhook:test:go:short"  # not behind the long run on A
+    short_run = first["run_id"]
+    (holder,) = [p["holder"] for k, p in log
+                 if k == "persona.lease.acquired" and p["run_id"] == short_run]  # fmt: skip
+    assert holder == f"charter-serve@{socket.gethostname()}:{b.pid}"
+    assert took < 6  # it did not wait for A's worker
+
+
+def test_a_schedule_fires_once_across_three_replicas(
+    make_pack: Callable[..., Path],
+    pg_url: str,  # noqa: F811
+) -> None:
+    pack = make_pack(persona_toml(extra='schedules = ["*/30 * * * *"]'))
+    argv = charter_argv("serve", "--once", "--json", "--at", "2026-11-21T09:30:10Z",
+                        "--manifest", str(pack), "--state", pg_url)  # fmt: skip
+    replicas = [
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    outcomes = []
+    for proc in replicas:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        outcomes += [r["status"] for r in json.loads(out)]
+    assert outcomes.count("completed") == 1  # the others see it leased or done
+    assert set(outcomes) <= {"completed", "lease_busy", "duplicate"}
+    log = _kinds(pg_url)
+    fired = [p["work_key"] for k, p in log if k == "persona.schedule.fired"]
+    assert fired == ["schedule:actor:2026-11-21T09:30Z"]
+    assert [k for k, _ in log].count("persona.run.completed") == 1

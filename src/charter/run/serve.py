@@ -38,6 +38,7 @@ from cronsim import CronSim
 
 from charter.manifest.cron import expand
 from charter.runtime import (
+    Kind,
     PersonaRuntime,
     PersonaRuntimeError,
     TriggerError,
@@ -61,12 +62,15 @@ from .engine import (
     run_in_session,
 )
 from .errors import RunError
+from .events import APPROVAL_RESOLUTIONS
 from .outcomes import outcome_from_trigger
 from .session import RunOptions, Session, open_session, runtime_specs
 
 CATCH_UP = timedelta(hours=24)
 FIRST_GRACE = timedelta(seconds=60)
 SECRET_ENV = "CHARTER_WEBHOOK_SECRET_{}"
+#: A worker job: an approval was decided somewhere; take up parked runs now.
+PARKED = "\x00parked"
 _MINUTE = "%Y-%m-%dT%H:%MZ"
 
 
@@ -232,9 +236,13 @@ class Supervisor:
         return results
 
     def take(self, job: str | WebhookJob) -> None:
-        """A worker's job: a persona whose queue has accepted work, or an outcome."""
-        if isinstance(job, str):
-            self.drain_persona(job)
+        """A worker's job: a persona whose queue has accepted work, decided approvals
+        (:data:`PARKED`), or an outcome."""
+        if job == PARKED:
+            self.resume_parked()
+        elif isinstance(job, str):
+            if self.session.runtime.personas.get(job) is not None:
+                self.drain_persona(job)
         else:
             self.run_webhook(job, deliver=False)
 
@@ -493,9 +501,33 @@ class Server:
         finally:
             session.close()
 
+    def watch(self) -> None:
+        """Wake workers for work recorded by anyone (another replica's webhook, an approval
+        from another host): ``LISTEN/NOTIFY`` on PostgreSQL, a short poll on SQLite."""
+        log = open_event_log(
+            state_dir=self.options.state_dir, url=self.options.state_url, env=self.options.env
+        )
+        try:
+            cursor = log.last_event_id()
+            while not self.stopping.is_set():
+                if not log.wait_for_append(cursor, 0.5):
+                    continue
+                for event in log.read(after=cursor):
+                    cursor = event.event_id
+                    if event.kind == Kind.WORK_QUEUED:
+                        self.jobs.put(event.persona)
+                    elif event.kind in APPROVAL_RESOLUTIONS:
+                        self.jobs.put(PARKED)
+        except Exception as exc:  # a lost connection: the workers' ticks still poll
+            self.log_line(f"watch stopped ({exc}); workers fall back to their tick")
+        finally:
+            log.close()
+
     def serve(self) -> None:
         worker = threading.Thread(target=self.work, name="charter-serve-worker", daemon=True)
         worker.start()
+        watcher = threading.Thread(target=self.watch, name="charter-serve-watch", daemon=True)
+        watcher.start()
         pool = [
             threading.Thread(target=self.work_jobs, name=f"charter-serve-worker-{n}", daemon=True)
             for n in range(1, self.workers)
