@@ -201,3 +201,24 @@ def test_bad_worker_config_names_the_field(config: dict[str, Any], where: str) -
     with pytest.raises(AgentOptionError) as err:
         asyncio.run(main())
     assert err.value.option == where
+
+
+def test_background_sub_agent_and_fork_lineage() -> None:
+    from charter.agent import sub_agent_run_async
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any]]:
+        handle = await sub_agent_run_async(
+            "first", provider=MockProvider(["a", "b"]), background=True
+        )
+        assert handle["mode"] == "sub_agent" and handle["status"] == "running"
+        first = await wait_agent(handle)
+        worker = __import__("charter.agent.workers", fromlist=["_POOL"])._POOL.get(handle)
+        worker.transcript_mode = "fork"
+        await send_input(handle, "second")
+        return first, await wait_agent(handle)
+
+    first, second = asyncio.run(main())
+    assert second["transcript"]["parent_transcript_id"] == first["transcript"]["id"]
+    assert second["transcript"]["id"] != first["transcript"]["id"]
+    with pytest.raises(AgentOptionError, match="background"):
+        asyncio.run(sub_agent_run_async("x", provider=MockProvider(["a"]), background="yes"))

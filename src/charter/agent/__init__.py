@@ -25,6 +25,7 @@ from .providers import (
 from .result import STATUSES, AgentResult, LlmStats, ToolStats, TurnResult
 from .scoping import PersonaRun, Stage, current_persona_run, persona, persona_stages, step
 from .skills import SkillMatch, SkillRegistry, skill_define, skill_registry
+from .snapshots import load_snapshot, resume_agent, suspend_agent
 from .subagents import (
     SubAgentRequest,
     TokenLedger,
@@ -86,9 +87,11 @@ __all__ = [
     "delegate_tool",
     "get_provider",
     "list_agents",
+    "load_snapshot",
     "make_tool",
     "persona",
     "persona_stages",
+    "resume_agent",
     "send_input",
     "skill_define",
     "spawn_agent",
@@ -100,6 +103,7 @@ __all__ = [
     "sub_agent_run_async",
     "sub_agent_tool",
     "sub_agent_transcript",
+    "suspend_agent",
     "tool",
     "wait_agent",
     "with_fallback",

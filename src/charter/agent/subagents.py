@@ -376,8 +376,17 @@ async def sub_agent_run_async(task: str, **options: Any) -> dict[str, Any]:
     Options: ``system``, ``tools``, ``allowed_tools``, ``policy``, ``token_budget``,
     ``returns`` (``{schema}``), ``session_id``, ``parent_session_id``, ``name``; every
     other option goes to the child's ``agent_loop`` (``provider``, ``model``, ...).
+    ``background=True`` starts it as a worker and returns the worker handle instead
+    (``wait_agent`` / ``send_input`` / ``close_agent`` take it).
     """
+    background = options.pop("background", False)
+    if not isinstance(background, bool):
+        raise AgentOptionError("background", f"expected true or false, got {background!r}")
     req = sub_agent_request(task, **options)
+    if background:
+        from .workers import spawn_request
+
+        return await spawn_request(req)
     return await run_request(req)
 
 

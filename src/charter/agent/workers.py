@@ -157,7 +157,12 @@ def _parse(config: Mapping[str, Any]) -> tuple[SubAgentRequest, str]:
     return req, str(mode)
 
 
-def _start(worker: Worker, req: SubAgentRequest, messages: Sequence[Mapping[str, Any]]) -> None:
+def _start(
+    worker: Worker,
+    req: SubAgentRequest,
+    messages: Sequence[Mapping[str, Any]],
+    parent_transcript_id: str | None = None,
+) -> None:
     reserved = reserve(req)  # held from the spawner's remainder now, not when it runs
     worker.granted = reserved[1].limit
     worker.request = req
@@ -176,6 +181,8 @@ def _start(worker: Worker, req: SubAgentRequest, messages: Sequence[Mapping[str,
                 "error": {"category": "internal", "message": f"{type(exc).__name__}: {exc}"},
                 "session_id": req.session_id,
             }
+        if parent_transcript_id is not None and isinstance(env.get("transcript"), dict):
+            env["transcript"]["parent_transcript_id"] = parent_transcript_id
         worker.cycles.append(env)
         worker.status = str(env["status"])
         return env
@@ -188,17 +195,29 @@ async def spawn_agent(
 ) -> dict[str, Any]:
     """Start a worker from ``{task, name?, system?, tools?, allowed_tools?, policy?,
     token_budget?, returns?, carry?, provider?, model?, options?}``; return its handle."""
-    pool = pool or _POOL
     req, mode = _parse(config)
+    return await spawn_request(req, mode, pool=pool)
+
+
+async def spawn_request(
+    req: SubAgentRequest,
+    transcript_mode: str = "inherit",
+    *,
+    pool: WorkerPool | None = None,
+    worker_id: str | None = None,
+    messages: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """Start a worker for a normalised request (``sub_agent_run(background=True)``)."""
+    pool = pool or _POOL
     worker = Worker(
-        id=f"worker_{uuid.uuid4().hex[:12]}",
+        id=worker_id or f"worker_{uuid.uuid4().hex[:12]}",
         name=req.name,
         request=req,
-        transcript_mode=mode,
+        transcript_mode=transcript_mode,
         policy=child_policy(current_stack(), req.frame_policy()).to_dict(),
     )
     pool.workers[worker.id] = worker
-    _start(worker, req, ())
+    _start(worker, req, messages)
     return worker.handle()
 
 
@@ -240,13 +259,16 @@ async def send_input(
         raise AgentOptionError("send_input.task", "expected a non-empty string")
     messages: list[Mapping[str, Any]] = []
     last = worker.result
+    parent_tid: str | None = None
     if worker.transcript_mode != "reset" and last and last.get("transcript"):
         full = sub_agent_transcript(last["transcript"]) or {}
         messages = list(full.get("messages", []))
+        if worker.transcript_mode == "fork":
+            parent_tid = str(last["transcript"]["id"])
     cycle = len(worker.cycles) + 1
     base = worker.request.session_id.split(".")[0]
     req = replace(worker.request, task=task, session_id=f"{base}.{cycle}")
-    _start(worker, req, messages)
+    _start(worker, req, messages, parent_tid)
     return worker.handle()
 
 
