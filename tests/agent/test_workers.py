@@ -146,7 +146,7 @@ def test_close_agent_cancels_and_releases_the_reservation() -> None:
     closed, ledger = asyncio.run(main())
     assert closed["status"] == "cancelled"
     assert ledger.reserved == 0
-    with pytest.raises(AgentOptionError, match="was closed"):
+    with pytest.raises(AgentOptionError, match="is cancelled"):
         asyncio.run(send_input(closed, "again", pool=pool))
 
 
@@ -222,3 +222,63 @@ def test_background_sub_agent_and_fork_lineage() -> None:
     assert second["transcript"]["id"] != first["transcript"]["id"]
     with pytest.raises(AgentOptionError, match="background"):
         asyncio.run(sub_agent_run_async("x", provider=MockProvider(["a"]), background="yes"))
+
+
+def test_graceful_stop_folds_child_handoffs() -> None:
+    from charter.agent.workers import agent_stop
+
+    pool = WorkerPool()
+
+    async def main() -> tuple[dict[str, Any], WorkerPool]:
+        lead_tools = agent_lifecycle_tools(
+            [], pool=pool, provider=MockProvider(["never"]), llm_caller=_slow(5)
+        )
+        lead = await spawn_agent(
+            {
+                "task": "lead",
+                "name": "lead",
+                "tools": lead_tools,
+                "provider": MockProvider([tc("spawn_agent", task="dig", name="digger"), "led"]),
+            },
+            pool=pool,
+        )
+        await wait_agent(lead, pool=pool)
+        child = next(h for h in list_agents(pool=pool) if h["name"] == "digger")
+        assert child["parent_id"] == lead["id"] and child["status"] == "running"
+        return await agent_stop(lead, graceful=True, reason="takeover", pool=pool), pool
+
+    out, pool = asyncio.run(main())
+    assert out["status"] == "stopped" and out["handoff"]["summary"] == "led"
+    assert [h["name"] for h in out["handoffs"]] == ["digger"]
+    assert out["children"][0]["status"] == "stopped"
+    assert [(e["type"], e["graceful"]) for e in pool.events] == [
+        ("WorkerStopped", True),
+        ("WorkerStopped", True),
+    ]
+
+
+def test_subagent_tools_pause_resume_stop(
+    rec: Recorder, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    child = MockProvider(["first", "after resume"])
+    provider = MockProvider(
+        [
+            tc("spawn_agent", task="job", name="w"),
+            lambda req: tc("wait_agent", id=_spawned_id(req)),
+            lambda req: tc("subagent_pause", id=_spawned_id(req), reason="hold"),
+            lambda req: tc("subagent_resume", id=_spawned_id(req), input="go on"),
+            lambda req: tc("wait_agent", id=_spawned_id(req)),
+            lambda req: tc("subagent_stop", id=_spawned_id(req)),
+            "done",
+        ]
+    )
+    tools = agent_lifecycle_tools([], subagents=True, provider=child)
+    assert {t.name for t in tools} >= {"subagent_pause", "subagent_resume", "subagent_stop"}
+    result = agent_loop("x", provider=provider, tools=tools)
+    assert result.status == "done" and not result.tools.rejected, result.tools.to_dict()
+    outputs = {m["name"]: m["content"] for m in result.transcript["messages"] if m.get("name")}
+    assert '"worker_status": "suspended"' in outputs["subagent_pause"]
+    assert '"summary": "after resume"' in outputs["wait_agent"]
+    assert '"worker_status": "stopped"' in outputs["subagent_stop"]
+    assert list((tmp_path / ".charter" / "workers").glob("worker_*.json"))

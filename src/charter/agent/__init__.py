@@ -39,6 +39,7 @@ from .tools import Tool, make_tool, tool
 from .workers import (
     WorkerPool,
     agent_lifecycle_tools,
+    agent_stop,
     close_agent,
     list_agents,
     send_input,
@@ -76,6 +77,7 @@ __all__ = [
     "WorkerPool",
     "agent_lifecycle_tools",
     "agent_loop",
+    "agent_stop",
     "agent_loop_async",
     "agent_turn",
     "agent_turn_async",

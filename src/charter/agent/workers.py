@@ -20,6 +20,7 @@ import contextlib
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -74,6 +75,7 @@ class Worker:
     policy: dict[str, Any]
     status: str = "running"
     granted: int | None = None
+    parent_id: str | None = None
     cycles: list[dict[str, Any]] = field(default_factory=list)
     task: asyncio.Task[dict[str, Any]] | None = field(default=None, repr=False)
     created_at: float = field(default_factory=time.time)
@@ -96,6 +98,7 @@ class Worker:
             "token_budget": self.granted,
             "policy": self.policy,
             "transcript_mode": self.transcript_mode,
+            "parent_id": self.parent_id,
             "summary": None if last is None else last.get("summary"),
             "created_at": self.created_at,
         }
@@ -106,6 +109,8 @@ class WorkerPool:
 
     def __init__(self) -> None:
         self.workers: dict[str, Worker] = {}
+        #: Lifecycle events (``WorkerStopped``), in order.
+        self.events: list[dict[str, Any]] = []
 
     def get(self, handle: Mapping[str, Any] | str) -> Worker:
         key = handle if isinstance(handle, str) else str(handle.get("id"))
@@ -116,6 +121,8 @@ class WorkerPool:
 
 
 _POOL = WorkerPool()
+#: The worker whose task is running in this context (``None`` outside workers).
+_CURRENT: ContextVar[str | None] = ContextVar("charter_current_worker", default=None)
 
 
 def _parse(config: Mapping[str, Any]) -> tuple[SubAgentRequest, str]:
@@ -169,6 +176,7 @@ def _start(
     worker.status = "running"
 
     async def body() -> dict[str, Any]:
+        _CURRENT.set(worker.id)  # this task's own context: workers it spawns are its children
         try:
             env = await run_request(req, reserved, messages)
         except asyncio.CancelledError:
@@ -215,6 +223,7 @@ async def spawn_request(
         request=req,
         transcript_mode=transcript_mode,
         policy=child_policy(current_stack(), req.frame_policy()).to_dict(),
+        parent_id=_CURRENT.get(),
     )
     pool.workers[worker.id] = worker
     _start(worker, req, messages)
@@ -253,8 +262,8 @@ async def send_input(
     worker = pool.get(handle)
     if worker.status == "running":
         raise AgentOptionError("send_input", f"worker {worker.id} is still running")
-    if worker.status == "cancelled":
-        raise AgentOptionError("send_input", f"worker {worker.id} was closed")
+    if worker.status in ("cancelled", "stopped", "suspended"):
+        raise AgentOptionError("send_input", f"worker {worker.id} is {worker.status}")
     if not isinstance(task, str) or not task.strip():
         raise AgentOptionError("send_input.task", "expected a non-empty string")
     messages: list[Mapping[str, Any]] = []
@@ -286,6 +295,56 @@ async def close_agent(
     return worker.handle()
 
 
+def _handoff(worker: Worker) -> dict[str, Any]:
+    """A parent-facing summary of what a worker did (for a takeover)."""
+    last = worker.result or {}
+    return {
+        "worker": worker.id,
+        "name": worker.name,
+        "task": worker.request.task,
+        "status": last.get("status", worker.status),
+        "summary": last.get("summary"),
+        "tools": last.get("tools"),
+        "transcript": last.get("transcript"),
+        "cycles": len(worker.cycles),
+    }
+
+
+async def agent_stop(
+    handle: Mapping[str, Any] | str,
+    *,
+    graceful: bool = False,
+    reason: str | None = None,
+    pool: WorkerPool | None = None,
+) -> dict[str, Any]:
+    """Stop a worker and, recursively, the workers it spawned. ``graceful=True`` returns
+    ``{status: "stopped", handoff, children, handoffs, worker}`` (the worker's handoff and
+    its descendants' folded in); otherwise a hard cancel like :func:`close_agent`.
+    Each stop is a ``WorkerStopped`` event in ``pool.events``."""
+    pool = pool or _POOL
+    worker = pool.get(handle)
+    children = [w for w in pool.workers.values() if w.parent_id == worker.id]
+    folded: list[dict[str, Any]] = []
+    for child in children:
+        out = await agent_stop(child.id, graceful=graceful, reason=reason, pool=pool)
+        if graceful:
+            folded.extend([out["handoff"], *out["handoffs"]])
+    await close_agent(worker.id, pool=pool)
+    worker.status = "stopped" if graceful else "cancelled"
+    pool.events.append(
+        {"type": "WorkerStopped", "worker": worker.id, "graceful": graceful, "reason": reason}
+    )
+    if not graceful:
+        return worker.handle()
+    return {
+        "status": "stopped",
+        "handoff": _handoff(worker),
+        "children": [c.handle() for c in children],
+        "handoffs": folded,
+        "worker": worker.handle(),
+    }
+
+
 def list_agents(*, pool: WorkerPool | None = None) -> list[dict[str, Any]]:
     """Summaries of every known worker, oldest first."""
     return [w.handle() for w in (pool or _POOL).workers.values()]
@@ -295,10 +354,12 @@ def agent_lifecycle_tools(
     tools: Sequence[Tool | Callable[..., Any]] = (),
     *,
     pool: WorkerPool | None = None,
+    subagents: bool = False,
     **defaults: Any,
 ) -> list[Tool]:
     """Model-facing ``spawn_agent`` / ``wait_agent`` / ``send_input`` / ``close_agent`` /
-    ``list_agents`` tools; spawned workers may use ``tools`` under ``defaults``."""
+    ``list_agents`` tools; spawned workers may use ``tools`` under ``defaults``.
+    ``subagents=True`` adds ``subagent_pause`` / ``subagent_resume`` / ``subagent_stop``."""
     base = as_tools(list(tools))
     own = pool or WorkerPool()
 
@@ -343,6 +404,35 @@ def agent_lifecycle_tools(
     def listing() -> dict[str, Any]:
         return {"status": "ok", "agents": [_strip(h) for h in list_agents(pool=own)]}
 
+    async def pause(id: str, reason: str = "") -> dict[str, Any]:
+        from .snapshots import suspend_agent
+
+        try:
+            out = await suspend_agent(id, reason, initiator="parent", pool=own)
+        except (KeyError, AgentOptionError) as exc:
+            return {"status": "error", "error": str(exc)}
+        return {**out, "status": "ok", "worker_status": out["status"]}
+
+    async def resume(
+        id: str, input: str | None = None, continue_transcript: bool = True
+    ) -> dict[str, Any]:
+        from .snapshots import resume_agent
+
+        try:
+            handle = await resume_agent(
+                {"id": id}, input, continue_transcript, tools=base, pool=own, **defaults
+            )
+        except (KeyError, AgentOptionError) as exc:
+            return {"status": "error", "error": str(exc)}
+        return {"status": "ok", **_strip(handle)}
+
+    async def stop(id: str, graceful: bool = True, reason: str | None = None) -> dict[str, Any]:
+        try:
+            out = await agent_stop(id, graceful=graceful, reason=reason, pool=own)
+        except KeyError as exc:
+            return {"status": "error", "error": str(exc.args[0])}
+        return {**out, "status": "ok", "worker_status": out["status"]}
+
     ann = ToolAnnotations(SideEffectLevel.NONE, "delegate")
     str_prop = {"type": "string"}
     specs: list[tuple[str, Callable[..., Any], str, dict[str, Any], list[str]]] = [
@@ -375,6 +465,30 @@ def agent_lifecycle_tools(
         ("close_agent", close, "Cancel a worker.", {"id": str_prop}, ["id"]),
         ("list_agents", listing, "List the workers and their status.", {}, []),
     ]
+    if subagents:
+        specs += [
+            (
+                "subagent_pause",
+                pause,
+                "Suspend a worker (snapshot kept for resume).",
+                {"id": str_prop, "reason": str_prop},
+                ["id"],
+            ),
+            (
+                "subagent_resume",
+                resume,
+                "Resume a suspended worker, optionally with input.",
+                {"id": str_prop, "input": str_prop, "continue_transcript": {"type": "boolean"}},
+                ["id"],
+            ),
+            (
+                "subagent_stop",
+                stop,
+                "Stop a worker; graceful returns its handoff.",
+                {"id": str_prop, "graceful": {"type": "boolean"}, "reason": str_prop},
+                ["id"],
+            ),
+        ]
     out = []
     for name, handler, description, props, required in specs:
         params: dict[str, Any] = {"type": "object", "properties": props}
