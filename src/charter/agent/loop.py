@@ -24,8 +24,9 @@ from charter.policy import (
 )
 
 from .callers import LlmCaller, call_caller, default_llm_caller
-from .delegation import delegate_tool, skill_tool
+from .delegation import delegate_tool
 from .dispatch import Dispatcher, ToolOutcome
+from .extensions import install_extensions
 from .hooks import CombinedHooks
 from .judges import JudgeConfig, run_judge
 from .options import (
@@ -39,7 +40,6 @@ from .options import (
 from .providers import LlmRequest, LlmResponse, Provider, ProviderError, get_provider
 from .providers.base import ToolCallRequest
 from .result import AgentResult, LlmStats, ToolStats, TurnResult
-from .skills import skills_hook
 from .textmode import (
     DEFAULT_SENTINEL,
     has_tool_call_tags,
@@ -247,6 +247,8 @@ class _Run:
         self.sink = TranscriptSink(cfg.transcript_dir) if cfg.transcript_dir else None
         self.dispatcher: Dispatcher | None = None
         self.hooks = CombinedHooks()
+        self.all_tools: list[Tool] = []
+        self.hidden_tools: set[str] = set()  # narrowed off the surface (not denied)
         self.started = time.perf_counter()
 
     # -- helpers --------------------------------------------------------------------
@@ -279,7 +281,12 @@ class _Run:
 
     def visible_tools(self, tools: list[Tool]) -> list[Tool]:
         """The tool surface the model sees: tools the active stack allows by name."""
-        return [t for t in tools if decide_current_resource("tools", t.name).allowed]
+        hidden = self.hidden_tools
+        return [
+            t
+            for t in tools
+            if t.name.lower() not in hidden and decide_current_resource("tools", t.name).allowed
+        ]
 
     def prompt_messages(self, iteration: int, system: str | None) -> tuple[list[Any], Any]:
         messages: list[Any] = list(self.messages)
@@ -1002,17 +1009,13 @@ async def _execute(
             )
         tools = list(cfg.tools)
         run = _Run(prompt, system, cfg, provider)
-        skills = skills_hook(cfg.options)
-        if skills is not None:
-            run.hooks.add(skills)
-            tools.append(skill_tool(skills.registry, skills))
         if cfg.members:
             tools.append(delegate_tool(cfg.members))
         if cfg.mcp_servers:
             from .mcp import connect_servers
 
             tools.extend(await connect_servers(cfg.mcp_servers, stack))
-        await run.hooks.on_start(run, stack)
+        await install_extensions(run, tools, stack)
         return await run.run(tools), run
 
 

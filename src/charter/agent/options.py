@@ -89,6 +89,8 @@ KNOWN_OPTIONS: dict[str, Any] = {
     "skills": None,
     "skill_match": None,
     "working_files": None,
+    "tool_surface_narrowing": None,
+    "progress_tool": None,
     "members": None,
     "ask_user": None,
     "messages": None,
