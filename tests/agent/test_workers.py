@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -282,3 +283,75 @@ def test_subagent_tools_pause_resume_stop(
     assert '"summary": "after resume"' in outputs["wait_agent"]
     assert '"worker_status": "stopped"' in outputs["subagent_stop"]
     assert list((tmp_path / ".charter" / "workers").glob("worker_*.json"))
+
+
+def _git(repo: Any, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_worker_writes_in_its_own_worktree(tmp_path: Any) -> None:
+    from charter.agent import builtin_tools
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "README").write_text("hi\n")
+    _git(repo, "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    pool = WorkerPool()
+    escape = str(repo / "escaped.txt")
+
+    async def main() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        handle = await spawn_agent(
+            {
+                "task": "write notes",
+                "tools": lambda ws: builtin_tools(ws, names=("write",)),
+                "provider": MockProvider(
+                    [
+                        tc("write", path=escape, content="nope"),
+                        tc("write", path="notes.txt", content="worker notes"),
+                        "done",
+                    ]
+                ),
+                "execution": {"worktree": {"repo": str(repo), "branch": "worker/notes"}},
+            },
+            pool=pool,
+        )
+        env = await wait_agent(handle, pool=pool)
+        written = Path(handle["worktree"]["path"]) / "notes.txt"
+        assert written.read_text() == "worker notes"  # the effect, in the worker's tree
+        closed = await close_agent(handle, pool=pool)
+        return handle, env, closed
+
+    handle, env, closed = asyncio.run(main())
+    tree = Path(handle["worktree"]["path"])
+    assert env["tools"]["successful"] == ["write"]
+    assert env["error"]["category"] == "permission_denied"  # the write outside was refused
+    assert not (repo / "escaped.txt").exists() and not (repo / "notes.txt").exists()
+    assert not tree.exists()  # removed on close
+    assert "worker/notes" in _git(repo, "branch", "--list", "worker/notes")  # branch kept
+    assert str(tree) not in _git(repo, "worktree", "list")
+    assert closed["worktree"]["cleanup"] == "remove"
+
+
+def test_worktree_preserve_and_bad_repo(tmp_path: Any) -> None:
+    with pytest.raises(AgentOptionError) as err:
+        asyncio.run(
+            spawn_agent(
+                {"task": "x", "execution": {"worktree": {"repo": str(tmp_path), "branch": "b"}}},
+                pool=WorkerPool(),
+            )
+        )
+    assert err.value.option == "spawn_agent.execution.worktree.repo"
+    with pytest.raises(AgentOptionError) as err:
+        asyncio.run(
+            spawn_agent(
+                {"task": "x", "execution": {"worktree": {"branch": "b", "cleanup": "never"}}},
+                pool=WorkerPool(),
+            )
+        )
+    assert err.value.option == "spawn_agent.execution.worktree.cleanup"

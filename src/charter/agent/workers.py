@@ -36,6 +36,7 @@ from .subagents import (
     sub_agent_transcript,
 )
 from .tools import Tool, as_tools
+from .worktrees import Worktree, create_worktree, parse_execution, remove_worktree
 
 TRANSCRIPT_MODES = ("inherit", "fork", "reset")
 _CONFIG_KEYS = (
@@ -51,6 +52,7 @@ _CONFIG_KEYS = (
     "provider",
     "model",
     "options",
+    "execution",
 )
 TERMINAL = (
     "done",
@@ -76,6 +78,7 @@ class Worker:
     status: str = "running"
     granted: int | None = None
     parent_id: str | None = None
+    worktree: Worktree | None = None
     cycles: list[dict[str, Any]] = field(default_factory=list)
     task: asyncio.Task[dict[str, Any]] | None = field(default=None, repr=False)
     created_at: float = field(default_factory=time.time)
@@ -99,6 +102,7 @@ class Worker:
             "policy": self.policy,
             "transcript_mode": self.transcript_mode,
             "parent_id": self.parent_id,
+            "worktree": None if self.worktree is None else self.worktree.to_dict(),
             "summary": None if last is None else last.get("summary"),
             "created_at": self.created_at,
         }
@@ -203,8 +207,25 @@ async def spawn_agent(
 ) -> dict[str, Any]:
     """Start a worker from ``{task, name?, system?, tools?, allowed_tools?, policy?,
     token_budget?, returns?, carry?, provider?, model?, options?}``; return its handle."""
-    req, mode = _parse(config)
-    return await spawn_request(req, mode, pool=pool)
+    execution = parse_execution(config.get("execution")) if isinstance(config, Mapping) else None
+    if execution is None:
+        req, mode = _parse(config)
+        return await spawn_request(req, mode, pool=pool)
+    worker_id = f"worker_{uuid.uuid4().hex[:12]}"
+    tree = create_worktree(execution, worker_id)
+    try:
+        conf = {k: v for k, v in config.items() if k != "execution"}
+        conf["options"] = {**(conf.get("options") or {}), "workspace": tree.path}
+        if callable(conf.get("tools")):
+            conf["tools"] = conf["tools"](tree.path)  # tools bound to the worktree
+        req, mode = _parse(conf)
+        await spawn_request(req, mode, pool=pool, worker_id=worker_id)
+    except BaseException:
+        remove_worktree(replace(tree, cleanup="remove"))
+        raise
+    worker = (pool or _POOL).workers[worker_id]
+    worker.worktree = tree
+    return worker.handle()
 
 
 async def spawn_request(
@@ -292,6 +313,8 @@ async def close_agent(
         with contextlib.suppress(asyncio.CancelledError):
             await worker.task
         worker.status = "cancelled"
+    if worker.worktree is not None:
+        remove_worktree(worker.worktree)
     return worker.handle()
 
 
