@@ -22,6 +22,7 @@ class Job:
         "binary",
         "env",
         "files",
+        "mirrors",
         "npm_package",
         "overlay_name",
         "overlay_text",
@@ -50,6 +51,7 @@ class Job:
         tmpdir: str = "",
         run_mode: str = "swap",
         sandbox: dict[str, Any] | None = None,
+        mirrors: dict[str, str] | None = None,
     ) -> None:
         self.tool = tool
         self.binary = binary
@@ -65,6 +67,7 @@ class Job:
         self.tmpdir = tmpdir
         self.run_mode = run_mode
         self.sandbox = sandbox  # charter.launch.sandboxing.spec, or None: run unwrapped
+        self.mirrors = mirrors if mirrors is not None else {}  # tmp dir -> dir to mirror
 
     def full_env(self) -> dict[str, str]:
         return {**self.base_env, **self.env}
@@ -88,6 +91,7 @@ class Job:
             "files": {k: sub(v) for k, v in self.files.items()},
             "run_mode": self.run_mode,
             "sandbox": _sub_json(self.sandbox, sub),
+            "mirrors": dict(self.mirrors),
         }
 
     @classmethod
@@ -110,6 +114,7 @@ class Job:
             tmpdir=tmpdir,
             run_mode=data["run_mode"],
             sandbox=_sub_json(data.get("sandbox"), sub),
+            mirrors=dict(data.get("mirrors") or {}),
         )
 
 

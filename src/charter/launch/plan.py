@@ -97,6 +97,7 @@ class Plan:
             overlay_name=self.spec.overlay_file,
             overlay_text=self.overlay.text,
             files=dict(self.translation.files),
+            mirrors=dict(self.translation.mirrors),
             tmpdir=self.tmpdir,
             run_mode=self.run_mode,
             sandbox=self.sandbox,

@@ -93,8 +93,21 @@ def write_files(job: Job) -> str:
     with open(os.path.join(job.tmpdir, "pid"), "w", encoding="utf-8") as fh:
         fh.write(str(os.getpid()))
     for name, text in job.files.items():
-        with open(os.path.join(job.tmpdir, name), "w", encoding="utf-8") as fh:
+        path = os.path.join(job.tmpdir, name)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
+    for name, source in job.mirrors.items():
+        folder = os.path.join(job.tmpdir, name)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        try:
+            entries = os.listdir(source)
+        except OSError:
+            entries = []
+        for entry in entries:
+            link = os.path.join(folder, entry)
+            if not os.path.lexists(link):
+                os.symlink(os.path.join(source, entry), link)
     overlay_dir = os.path.join(job.tmpdir, "overlay")
     os.mkdir(overlay_dir, 0o755)
     path = os.path.join(overlay_dir, job.overlay_name)

@@ -69,6 +69,9 @@ class Translation:
     args: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)  # name in the temp dir -> content
+    # directory in the temp dir -> a directory whose entries are symlinked into it at
+    # launch (those ``files`` does not provide): a CLI's state dir with one file replaced
+    mirrors: dict[str, str] = field(default_factory=dict)
     elements: list[Element] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     mcp: list[str] = field(default_factory=list)  # MCP servers injected

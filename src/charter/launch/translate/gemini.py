@@ -82,6 +82,55 @@ def secure_dir(path: str) -> bool:
         current = parent
 
 
+#: ``system`` (root only) or ``home``: how the persona's MCP servers reach gemini.
+MCP_MODE_ENV = "CHARTER_GEMINI_MCP"
+
+
+def _home_settings(ctx: Context, t: Translation, servers: dict[str, Any]) -> None:
+    """MCP servers for any user: gemini reads ``$GEMINI_CLI_HOME/.gemini/settings.json``.
+
+    The launch's own gemini home holds the user's settings merged with the persona's
+    servers (the user's other settings and servers kept; a persona server wins on a name
+    clash), and every other entry of the user's ``~/.gemini`` (auth, history, trust) as
+    a symlink, so gemini keeps its state. A user settings file that does not parse is
+    not replaced blindly: the servers are then not injected, and the launch says so.
+    """
+    user_dir = os.path.join(ctx.env.get("GEMINI_CLI_HOME") or ctx.home, ".gemini")
+    settings: dict[str, Any] = {}
+    path = os.path.join(user_dir, "settings.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        text = ""
+    if text.strip():
+        try:
+            loaded = json.loads(_strip_comments(text))
+        except ValueError as exc:
+            t.notes.append(
+                f"{path} is not JSON gemini and charter agree on ({exc}); the persona's MCP "
+                f"servers ({', '.join(servers)}) were not injected"
+            )
+            return
+        if not isinstance(loaded, dict):
+            t.notes.append(f"{path} is not a JSON object; MCP servers were not injected")
+            return
+        settings = loaded
+    existing = settings.get("mcpServers")
+    mine: dict[str, Any] = existing if isinstance(existing, dict) else {}
+    settings["mcpServers"] = {**mine, **servers}
+    t.files["gemini-home/.gemini/settings.json"] = json.dumps(settings, indent=2)
+    t.mirrors["gemini-home/.gemini"] = user_dir
+    t.env["GEMINI_CLI_HOME"] = ctx.tmp("gemini-home")
+    t.mcp.extend(servers)
+
+
+def _strip_comments(text: str) -> str:
+    """gemini's settings may carry // and /* */ comments (it strips them too)."""
+    out = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r'^\s*//.*$|(?<=[,{\[\s])//[^"\n]*$', "", out, flags=re.M)
+
+
 def translate(ctx: Context) -> Translation:
     t = Translation()
     p = ctx.policy
@@ -230,17 +279,15 @@ def translate(ctx: Context) -> Translation:
         else:
             rules.append(_rule("mcp_*", "deny", 900))
     if servers:
-        settings_dir = ctx.tmpdir
-        if ctx.euid == 0 and secure_dir(os.path.dirname(settings_dir)):
+        mode = ctx.env.get(MCP_MODE_ENV) or (
+            "system" if ctx.euid == 0 and secure_dir(os.path.dirname(ctx.tmpdir)) else "home"
+        )
+        if mode == "system":
             t.files["gemini-system-settings.json"] = json.dumps({"mcpServers": servers}, indent=2)
             t.env["GEMINI_CLI_SYSTEM_SETTINGS_PATH"] = ctx.tmp("gemini-system-settings.json")
             t.mcp.extend(servers)
         else:
-            t.notes.append(
-                "gemini reads MCP servers only from settings; its system settings file must "
-                "be root-owned in a root-owned directory, so the persona's servers "
-                f"({', '.join(servers)}) were not injected"
-            )
+            _home_settings(ctx, t, servers)
     if p.mcp_servers.restricted:
         t.add(
             "mcp_servers." + ("allow" if p.mcp_servers.allow else "deny"),
