@@ -1,0 +1,177 @@
+"""``charter serve`` replicas under webhook load: 1, 2 and 4 replicas on PostgreSQL, and
+one replica on SQLite as the baseline (issue 15).
+
+Each replica is a real ``charter serve --workers 2`` process on loopback. A bounded load
+generator posts N signed webhooks (round-robin over the replicas) at a fixed rate; every
+webhook is a run of a workflow making one tool call under the persona's policy. Printed:
+admissions per second (202s over the posting time), p50/p99 webhook-to-admission (the 202
+latency: recorded in the log before it answers), p50/p99 webhook-to-completed (the run's
+``persona.run.completed`` time minus the post time), completed runs per second and events
+per second written to the log.
+
+    python benchmarks/runtime_fleet.py [--webhooks 200] [--rate 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+import uuid
+from datetime import datetime
+from pathlib import Path
+
+from charter.runtime import PostgresEventLog, open_event_log
+from runtime_common import PG_BASE
+
+SECRET = "bench"
+MANIFEST = """
+[[personas]]
+name = "worker"
+description = "One tool call per webhook."
+entry_workflow = "w.py:run"
+autonomy_tier = "act_auto"
+receipt_policy = "optional"
+tools = ["noop"]
+triggers = ["bench.go"]
+runtime = { max_concurrency = 16 }
+"""
+WORKFLOW = '''
+from charter.agent import make_tool
+
+
+def noop(note: str = "") -> dict:
+    """Do nothing."""
+    return {"ok": True, "note": note}
+
+
+def run(ctx):
+    ctx.register_tool(make_tool(noop, side_effect_level="read_only"))
+    return ctx.call_tool("noop", note=ctx.trigger.work_key)
+'''
+
+
+def start(project: Path, state: list[str]) -> tuple[subprocess.Popen[str], str]:
+    env = {**os.environ, "CHARTER_WEBHOOK_SECRET_BENCH": SECRET}
+    argv = [sys.executable, "-m", "charter", "serve", "--port", "0", "--workers", "2",
+            "--manifest", str(project), *state]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=env)  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("listening on"), line
+    threading.Thread(target=proc.stdout.read, daemon=True).start()  # keep the pipe drained
+    return proc, line.split()[2]
+
+
+def post(base: str, ident: str) -> float:
+    body = json.dumps({"id": ident, "type": "go"}).encode()
+    request = urllib.request.Request(f"{base}/hooks/bench", data=body, method="POST")
+    digest = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    request.add_header("X-Hub-Signature-256", "sha256=" + digest)
+    started = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 202
+    return time.perf_counter() - started
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+def run_case(
+    label: str, replicas: int, state: list[str], location: str, n: int, rate: float
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        project = Path(tmp)
+        (project / "charter.toml").write_text(MANIFEST)
+        (project / "w.py").write_text(WORKFLOW)
+        procs = [start(project, state) for _ in range(replicas)]
+        posted: dict[str, float] = {}
+        admission: list[float] = []
+        lock = threading.Lock()
+        try:
+            begin = time.time()
+
+            def send(i: int) -> None:
+                ident = f"k{i}"
+                at = time.time()
+                took = post(procs[i % replicas][1], ident)
+                with lock:
+                    posted[f"webhook:bench:go:{ident}"] = at
+                    admission.append(took)
+
+            threads = []
+            for i in range(n):
+                due = begin + i / rate
+                time.sleep(max(0.0, due - time.time()))
+                thread = threading.Thread(target=send, args=(i,))
+                thread.start()
+                threads.append(thread)
+            for thread in threads:
+                thread.join()
+            posted_for = time.time() - begin
+            log = open_event_log(url=location) if location.startswith("postgresql") else (
+                open_event_log(state_dir=location))  # fmt: skip
+            try:
+                deadline = time.time() + 300
+                while time.time() < deadline:
+                    done = {e.payload["work_key"]: e for e in log.iter_all(persona="worker")
+                            if e.kind == "persona.run.completed"}  # fmt: skip
+                    if len(done) >= n:
+                        break
+                    time.sleep(0.2)
+                events = sum(1 for _ in log.iter_all())
+            finally:
+                log.close()
+        finally:
+            for proc, _ in procs:
+                proc.terminate()
+                proc.wait(timeout=60)
+    assert len(done) == n, f"{label}: only {len(done)} of {n} runs completed"
+    finished = [datetime.timestamp(e.occurred_at) for e in done.values()]
+    latency = [datetime.timestamp(e.occurred_at) - posted[k] for k, e in done.items()]
+    span = max(finished) - begin
+    print(
+        f"{label:22s} {n / posted_for:8.1f} {pct(admission, 0.5):8.1f} {pct(admission, 0.99):8.1f} "
+        f"{pct(latency, 0.5):9.1f} {pct(latency, 0.99):9.1f} {n / span:9.1f} {events / span:9.1f}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--webhooks", type=int, default=200)
+    parser.add_argument("--rate", type=float, default=100.0, help="webhooks per second")
+    args = parser.parse_args()
+    print(f"{args.webhooks} webhooks at {args.rate:g}/s, serve --workers 2 per replica")
+    print(f"{'case':22s} {'adm/s':>8s} {'adm p50':>8s} {'adm p99':>8s} {'done p50':>9s} "
+          f"{'done p99':>9s} {'runs/s':>9s} {'events/s':>9s}   (ms)")  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        run_case("sqlite, 1 replica", 1, ["--state-dir", tmp], tmp, args.webhooks, args.rate)
+    for replicas in (1, 2, 4):
+        url = f"{PG_BASE}?schema=charter_fleet_{uuid.uuid4().hex[:10]}"
+        try:
+            PostgresEventLog(url).close()
+        except Exception as exc:
+            print(f"postgresql unavailable, skipped: {exc}")
+            return
+        try:
+            run_case(f"postgresql, {replicas} replica(s)", replicas, ["--state", url], url,
+                     args.webhooks, args.rate)  # fmt: skip
+        finally:
+            log = PostgresEventLog(url)
+            log.drop_schema()
+            log.close()
+
+
+if __name__ == "__main__":
+    main()
