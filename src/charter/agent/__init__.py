@@ -13,6 +13,19 @@ from .dispatch import Dispatcher, ToolOutcome
 from .hooks import CombinedHooks, LoopHook
 from .loop import agent_loop, agent_loop_async, agent_turn, agent_turn_async
 from .options import PROFILES, AgentOptionError, IterationBudget
+from .presets import (
+    PRESETS,
+    agent_budget,
+    agent_preset,
+    audit_agent,
+    merge_captain_agent,
+    oncall_captain_agent,
+    release_captain_agent,
+    repair_agent,
+    review_captain_agent,
+    summary_agent,
+    verify_agent,
+)
 from .providers import (
     LlmRequest,
     LlmResponse,
@@ -48,6 +61,17 @@ from .workers import (
 )
 
 __all__ = [
+    "PRESETS",
+    "agent_budget",
+    "agent_preset",
+    "audit_agent",
+    "merge_captain_agent",
+    "oncall_captain_agent",
+    "release_captain_agent",
+    "repair_agent",
+    "review_captain_agent",
+    "summary_agent",
+    "verify_agent",
     "PROFILES",
     "STATUSES",
     "AgentOptionError",
