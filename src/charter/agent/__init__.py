@@ -37,6 +37,14 @@ from .providers import (
 )
 from .result import STATUSES, AgentResult, LlmStats, ToolStats, TurnResult
 from .scoping import PersonaRun, Stage, current_persona_run, persona, persona_stages, step
+from .simusers import (
+    agentic_user,
+    fixture_user,
+    scripted_user,
+    simulated_user_post_turn,
+    simulated_user_read_tools,
+    user_tools,
+)
 from .skills import SkillMatch, SkillRegistry, skill_define, skill_registry
 from .snapshots import load_snapshot, resume_agent, suspend_agent
 from .subagents import (
@@ -61,6 +69,12 @@ from .workers import (
 )
 
 __all__ = [
+    "agentic_user",
+    "fixture_user",
+    "scripted_user",
+    "simulated_user_post_turn",
+    "simulated_user_read_tools",
+    "user_tools",
     "PRESETS",
     "agent_budget",
     "agent_preset",

@@ -69,6 +69,8 @@ class ToolOutcome:
                 "attempts": self.attempts,
             }
         )
+        if self.audit:
+            out["audit"] = self.audit
         return out
 
 

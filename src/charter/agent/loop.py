@@ -568,11 +568,15 @@ class _Run:
                 proposed = False
 
             # -- post-turn callback --
-            post_stop = False
+            post_stop = replied = False
             if cfg.post_turn is not None:
+                before = len(self.messages)
                 post_stop, reason = self.post_turn(iteration, text, shown, calls, outcomes)
                 if post_stop:
                     stop_reason = reason
+                # a message in answer to a text-only turn (a simulated user) continues it
+                replied = cfg.loop_until_done and not calls and len(self.messages) > before
+                proposed = proposed and not replied
 
             max_prose = cfg.turn_policy.get("max_prose_chars")
             if max_prose and len(shown) > int(max_prose) and not proposed:
@@ -608,7 +612,7 @@ class _Run:
                     break
                 vetoed_last = True
                 self.messages.append({"role": "user", "content": gate["feedback"]})
-            elif not calls:
+            elif not calls and not replied:
                 nudges += 1
                 self.nudges_total += 1
                 if nudges > cfg.max_nudges:
