@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -129,3 +130,62 @@ def test_a_mutated_budget_turns_red(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(subagents, "child_budget", lambda left, requested: requested)
     with pytest.raises(AssertionError):
         budget_property()
+
+
+NAMES = ["read", "write", "grep", "deploy", "github__merge"]
+LEVELS = {
+    "read": "read_only",
+    "write": "workspace_write",
+    "grep": "read_only",
+    "deploy": "network",
+    "github__merge": "network",
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(full_policies(), min_size=1, max_size=2),
+    st.one_of(st.none(), st.lists(st.sampled_from(NAMES), unique=True)),
+    st.lists(st.sampled_from(NAMES), min_size=1, max_size=5),
+)
+def test_a_running_child_never_executes_what_the_parent_denies(
+    parent: list[Policy], allowed: list[str] | None, attempts: list[str]
+) -> None:
+    """End to end: a mock child tries random tools; every handler that ran is one the
+    parent's stack alone would have allowed."""
+    from charter.agent import MockProvider, make_tool
+    from charter.agent.subagents import sub_agent_run
+    from charter.policy import with_execution_policy
+
+    ran: list[str] = []
+
+    def handler(name: str) -> Callable[[], str]:
+        def run() -> str:
+            ran.append(name)
+            return "ok"
+
+        return run
+
+    tools = [
+        make_tool(handler(n), name=n, side_effect_level=LEVELS[n], parameters={"type": "object"})
+        for n in NAMES
+    ]
+    script: list[Any] = [{"tool_calls": [{"name": n, "arguments": {}}]} for n in attempts]
+    frames = _frames(parent)
+    with contextlib.ExitStack() as stack:
+        for p in parent:
+            stack.enter_context(with_execution_policy(p, label="parent"))
+        sub_agent_run(
+            "x",
+            provider=MockProvider([*script, "done"]),
+            tools=tools,
+            allowed_tools=allowed,
+            workspace=str(CTX.workspace),
+            max_iterations=len(attempts) + 1,
+            tool_surface_narrowing=False,
+        )
+    for name in ran:
+        tool = next(t for t in tools if t.name == name)
+        call = ToolCall(name, {}, tool.annotations)
+        assert _allowed(call, frames), (name, [p.to_dict() for p in parent])
+        assert allowed is None or name in allowed
