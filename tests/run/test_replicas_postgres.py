@@ -12,7 +12,9 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -164,3 +166,53 @@ def test_a_schedule_fires_once_across_three_replicas(
     fired = [p["work_key"] for k, p in log if k == "persona.schedule.fired"]
     assert fired == ["schedule:actor:2026-11-21T09:30Z"]
     assert [k for k, _ in log].count("persona.run.completed") == 1
+
+
+def test_the_database_goes_away_and_comes_back(make_pack: Callable[..., Path]) -> None:
+    """Every connection of serve is cut (as a PostgreSQL restart does): it reconnects with
+    backoff, says so once, and no work is lost or run twice."""
+    import psycopg
+
+    from .test_postgres import PG_BASE_URL
+
+    name = f"charter_outage_{uuid.uuid4().hex[:10]}"
+    admin = psycopg.connect(PG_BASE_URL, autocommit=True)
+    admin.execute(f'CREATE DATABASE "{name}"')
+    url = PG_BASE_URL.rsplit("/", 1)[0] + f"/{name}"
+
+    def cut() -> int:
+        rows = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid()",
+            (name,),
+        ).fetchall()
+        return len(rows)
+
+    pack = make_pack()
+    proc, base = _serve(pack, url)
+    try:
+        _hook(base, "before", {"calls": []})
+        _wait(url, lambda log: any(k == "persona.run.completed" for k, _ in log))
+        assert cut() >= 2  # the workers', the watcher's and the accept connections
+        accepted = False
+        for _ in range(200):  # the sender retries until serve answers 202 again
+            try:
+                _hook(base, "after", {"calls": []})
+                accepted = True
+                break
+            except urllib.error.HTTPError as exc:
+                assert exc.code == 503
+                time.sleep(0.1)
+        assert accepted
+        _wait(url, lambda log: sum(k == "persona.run.completed" for k, _ in log) == 2)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+        log = _kinds(url)
+        cut()
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.close()
+    completed = sorted(p["work_key"] for k, p in log if k == "persona.run.completed")
+    assert completed == ["webhook:test:go:after", "webhook:test:go:before"]
+    assert out.count("state store unavailable") == 1, out  # once per outage
+    assert "state store reachable again" in out

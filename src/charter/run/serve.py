@@ -20,6 +20,7 @@ All runs happen on one worker thread that owns the state store connection.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import hmac
@@ -38,6 +39,7 @@ from cronsim import CronSim
 
 from charter.manifest.cron import expand
 from charter.runtime import (
+    EventLogError,
     Kind,
     PersonaRuntime,
     PersonaRuntimeError,
@@ -69,6 +71,30 @@ from .session import RunOptions, Session, open_session, runtime_specs
 CATCH_UP = timedelta(hours=24)
 FIRST_GRACE = timedelta(seconds=60)
 SECRET_ENV = "CHARTER_WEBHOOK_SECRET_{}"
+#: Reconnect backoff after the state store went away (seconds, doubling).
+BACKOFF_START = 0.5
+BACKOFF_MAX = 10.0
+
+
+def store_error(exc: BaseException) -> bool:
+    """Is ``exc`` the state store being unreachable (retry), not a bug (crash)?"""
+    import sqlite3
+
+    if isinstance(exc, (EventLogError, sqlite3.OperationalError)):
+        return True
+    module = type(exc).__module__
+    return module.startswith("psycopg") and type(exc).__name__ in (
+        "OperationalError",
+        "InterfaceError",
+        "AdminShutdown",
+        "ConnectionTimeout",
+    )
+
+
+def _quiet(_line: str) -> None:
+    pass
+
+
 #: A worker job: an approval was decided somewhere; take up parked runs now.
 PARKED = "\x00parked"
 _MINUTE = "%Y-%m-%dT%H:%MZ"
@@ -348,6 +374,9 @@ class Server:
         self.jobs: queue.Queue[str | WebhookJob] = queue.Queue()
         self._accept_pool = ThreadPoolExecutor(1, thread_name_prefix="charter-accept")
         self._accept_session: Session | None = None
+        self._outage: float | None = None  # when the store became unreachable
+        self._outage_lock = threading.Lock()
+        self._generation = 0  # bumped per outage: every worker reconnects
         self.stopping = threading.Event()
         self.ready = threading.Event()
         self.listening = threading.Event()
@@ -420,7 +449,11 @@ class Server:
                 self._accept, names, provider, kind, payload, outcome
             ).result(timeout=60)
         except Exception as exc:
-            self.log_line(f"webhook {provider}: could not be recorded ({exc}); 503")
+            if store_error(exc):
+                self.store_down(exc)
+                self._accept_pool.submit(self._close_accept)  # reconnect on the next one
+            else:
+                self.log_line(f"webhook {provider}: could not be recorded ({exc}); 503")
             return 503, {"error": f"could not record the webhook: {exc}"}
         for name, status in accepted:
             self.log_line(f"webhook {provider} -> {name} {work_key}: {status}")
@@ -445,6 +478,7 @@ class Server:
         session = self._accept_session
         at = self.options.clock()()
         out: list[tuple[str, str]] = []
+        self.store_back()
         for name in names:
             receipt = session.runtime.trigger(
                 name, provider=provider, kind=kind, at=at, payload=payload, defer=True
@@ -454,74 +488,135 @@ class Server:
 
     def _close_accept(self) -> None:
         if self._accept_session is not None:
-            self._accept_session.close()
+            with contextlib.suppress(Exception):
+                self._accept_session.close()
             self._accept_session = None
 
     def work(self) -> None:
-        session = open_session(self.options)
+        """Worker 0: schedules, parked runs, queues, handoffs, and accepted work."""
+        self._worker(primary=True)
+
+    def work_jobs(self) -> None:
+        """A pool worker: runs accepted webhook work (worker 0 also fires schedules,
+        resumes parked runs and delivers handoffs)."""
+        self._worker(primary=False)
+
+    def _worker(self, *, primary: bool) -> None:
+        session: Session | None = None
+        first = True
+        delay = BACKOFF_START
         try:
-            supervisor = Supervisor(session, log_line=self.log_line)
-            self.ready.set()
-            # "listening on ..." is the first line scripts read: no run logs before it
-            while not self.listening.wait(0.1) and not self.stopping.is_set():
-                pass
+            generation = self._generation
             while not self.stopping.is_set():
-                now = self.options.clock()()
-                supervisor.tick(now)  # schedules, parked runs, every queue, handoffs
-                upcoming = supervisor.next_due(now)
-                wait = 1.0 if upcoming is None else (upcoming - utc_now()).total_seconds()
                 try:
-                    job = self.jobs.get(timeout=max(0.05, min(1.0, wait)))
-                except queue.Empty:
-                    continue
-                supervisor.take(job)
+                    if session is not None and generation != self._generation:
+                        # another thread found the store gone: this connection went too
+                        with contextlib.suppress(Exception):
+                            session.close()
+                        session = None
+                    if session is None:
+                        generation = self._generation
+                        session = open_session(self.options)
+                        supervisor = Supervisor(
+                            session, log_line=self.log_line if primary and first else _quiet
+                        )
+                        supervisor.log_line = self.log_line
+                        self.store_back()
+                        delay = BACKOFF_START
+                        if primary and first:
+                            self.ready.set()
+                            # "listening on ..." is the first line scripts read
+                            while not self.listening.wait(0.1) and not self.stopping.is_set():
+                                pass
+                        first = False
+                    if primary:
+                        now = self.options.clock()()
+                        supervisor.tick(now)  # schedules, parked runs, every queue, handoffs
+                        upcoming = supervisor.next_due(now)
+                        wait = 1.0 if upcoming is None else (upcoming - utc_now()).total_seconds()
+                    else:
+                        wait = 0.5
+                    try:
+                        job = self.jobs.get(timeout=max(0.05, min(1.0, wait)))
+                    except queue.Empty:
+                        continue
+                    if generation != self._generation:
+                        self.jobs.put(job)  # reconnect first (top of the loop), then take it
+                        continue
+                    supervisor.take(job)
+                except Exception as exc:
+                    if first or not store_error(exc):
+                        raise
+                    # the database went away: nothing is lost (the work is in the log);
+                    # reconnect with backoff, and say so once per outage, not per request
+                    self.store_down(exc)
+                    if session is not None:
+                        with contextlib.suppress(Exception):
+                            session.close()
+                        session = None
+                    self.stopping.wait(delay)
+                    delay = min(delay * 2, BACKOFF_MAX)
         except BaseException as exc:  # reported by serve_forever's caller
             self.worker_error = exc
             self.ready.set()
             self.stopping.set()
         finally:
-            session.close()
+            if session is not None:
+                with contextlib.suppress(Exception):
+                    session.close()
 
-    def work_jobs(self) -> None:
-        """A pool worker: runs accepted webhook work (worker 0 also fires schedules,
-        resumes parked runs and delivers handoffs)."""
-        session = open_session(self.options)
-        try:
-            supervisor = Supervisor(session, log_line=lambda _line: None)
-            supervisor.log_line = self.log_line
-            while not self.stopping.is_set():
-                try:
-                    job = self.jobs.get(timeout=0.5)
-                except queue.Empty:
-                    continue
-                supervisor.take(job)
-        except BaseException as exc:
-            self.worker_error = exc
-            self.stopping.set()
-        finally:
-            session.close()
+    def store_down(self, exc: BaseException) -> None:
+        with self._outage_lock:
+            if self._outage is None:
+                self._outage = time.monotonic()
+                self._generation += 1
+                self.log_line(f"state store unavailable ({exc}); retrying with backoff")
+                # every connection of this process went with it: the accept thread's
+                # reconnects too, so it does not find out later and report it again
+                self._accept_pool.submit(self._close_accept)
+
+    def store_back(self) -> None:
+        with self._outage_lock:
+            if self._outage is not None:
+                took = time.monotonic() - self._outage
+                self._outage = None
+                self.log_line(f"state store reachable again after {took:.1f}s")
 
     def watch(self) -> None:
         """Wake workers for work recorded by anyone (another replica's webhook, an approval
         from another host): ``LISTEN/NOTIFY`` on PostgreSQL, a short poll on SQLite."""
-        log = open_event_log(
-            state_dir=self.options.state_dir, url=self.options.state_url, env=self.options.env
-        )
-        try:
-            cursor = log.last_event_id()
-            while not self.stopping.is_set():
-                if not log.wait_for_append(cursor, 0.5):
-                    continue
-                for event in log.read(after=cursor):
-                    cursor = event.event_id
-                    if event.kind == Kind.WORK_QUEUED:
-                        self.jobs.put(event.persona)
-                    elif event.kind in APPROVAL_RESOLUTIONS:
-                        self.jobs.put(PARKED)
-        except Exception as exc:  # a lost connection: the workers' ticks still poll
-            self.log_line(f"watch stopped ({exc}); workers fall back to their tick")
-        finally:
-            log.close()
+        cursor: int | None = None
+        delay = BACKOFF_START
+        while not self.stopping.is_set():
+            log = None
+            try:
+                log = open_event_log(
+                    state_dir=self.options.state_dir,
+                    url=self.options.state_url,
+                    env=self.options.env,
+                )
+                if cursor is None:
+                    cursor = log.last_event_id()
+                delay = BACKOFF_START
+                while not self.stopping.is_set():
+                    if not log.wait_for_append(cursor, 0.5):
+                        continue
+                    for event in log.read(after=cursor):
+                        cursor = event.event_id
+                        if event.kind == Kind.WORK_QUEUED:
+                            self.jobs.put(event.persona)
+                        elif event.kind in APPROVAL_RESOLUTIONS:
+                            self.jobs.put(PARKED)
+            except Exception as exc:  # the workers report the outage; retry quietly
+                if not store_error(exc):
+                    self.log_line(f"watch stopped ({exc}); workers fall back to their tick")
+                    return
+                self.stopping.wait(delay)
+                delay = min(delay * 2, BACKOFF_MAX)
+            finally:
+                if log is not None:
+                    with contextlib.suppress(Exception):
+                        log.close()
 
     def serve(self) -> None:
         worker = threading.Thread(target=self.work, name="charter-serve-worker", daemon=True)
