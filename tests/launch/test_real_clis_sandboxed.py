@@ -26,7 +26,8 @@ import pytest
 
 from . import realcli
 from .fakemodel import Call
-from .realcli import installed, write_persona
+from .realcli import write_persona
+from .test_real_clis import _need
 
 POLICY = {
     "paths": {"deny": ["./secrets"], "write": {"allow": ["./"]}},
@@ -98,10 +99,7 @@ def _command(tool: str, script: str) -> Call:
 
 
 def _launch(tool: str, repo: Path, script: str) -> str:
-    if not installed(tool):
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{tool} is not installed (make clis)")
-        pytest.skip(f"{tool} is not installed (make clis)")
+    _need(tool)
     write_persona(repo, POLICY)
     original = realcli._env
 

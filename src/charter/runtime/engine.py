@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from .budget import check_budget
 from .clock import add_seconds, ensure_utc, format_time, parse_time
@@ -626,19 +626,7 @@ class PersonaRuntime:
                 lease=lease,
             )
 
-        captured: list[BaseException] = []
-
-        def guarded(batch: Batch) -> RunReceipt | None:
-            try:
-                return body(batch)
-            except RuntimeError_ as exc:
-                captured.append(exc)
-                return None
-
-        result = self.transact(at, guarded)
-        if captured:
-            raise captured[0]
-        return result
+        return self._commit_or_raise(at, body)
 
     def _commit_or_raise(self, at: datetime, body: Callable[[Batch], T]) -> T:
         # Expired-lease recovery must persist even if the body then refuses.
@@ -654,8 +642,7 @@ class PersonaRuntime:
         result = self.transact(at, guarded)
         if captured:
             raise captured[0]
-        assert result is not None
-        return result
+        return cast(T, result)  # no refusal: whatever the body returned
 
     def finish_run(
         self,
