@@ -122,6 +122,13 @@ def main() -> int:
                 "hi",
             ],
         }
+        # the persona's network and path rules put claude in charter's sandbox by default
+        cases["launch (swap, --sandbox never)"] = [
+            *cases["launch (swap, tool exits at once)"][:6],
+            "--sandbox",
+            "never",
+            *cases["launch (swap, tool exits at once)"][6:],
+        ]
         print(f"{'case':<36} {'median':>8} {'min':>8} {'max':>8}  (ms, {args.runs} runs)")
         cases_nocache = {
             "launch --dry-run (no cache)": cases["launch --dry-run"],
@@ -134,6 +141,10 @@ def main() -> int:
             times = _time(cmd, repo, case_env, args.runs)
             medians[name] = statistics.median(times)
             print(f"{name:<36} {medians[name]:8.1f} {min(times):8.1f} {max(times):8.1f}")
+        added = (
+            medians["launch (swap, tool exits at once)"] - medians["launch (swap, --sandbox never)"]
+        )
+        print(f"the sandbox adds {added:.1f} ms to a launch (goal: at most 20 ms)")
         bare = medians["python -c pass"]
         for name in ("charter --version", "charter --help"):
             print(f"{name} / python -c pass: {medians[name] / bare:.2f}x (goal: under 3x)")
