@@ -310,7 +310,7 @@ def match_skills(
 _SESSION_SKILLS: dict[str, list[str]] = {}
 
 
-async def _call(hook: Hook | None, skill: Skill, run: Any) -> None:
+async def _call(hook: Hook | None, skill: Skill) -> None:
     if hook is None:
         return
     params = inspect.signature(hook).parameters
@@ -408,7 +408,7 @@ class SkillsHook(LoopHook):
                 "skill_denied", iteration=iteration, skill=skill.name, decision=decision.to_dict()
             )
             return False
-        await _call(skill.on_activate, skill, self.run)
+        await _call(skill.on_activate, skill)
         self.active.append(skill)
         self.run.event(
             "skill_activated", iteration=iteration, skill=skill.name, score=score, reason=reason
@@ -423,7 +423,7 @@ class SkillsHook(LoopHook):
         return True
 
     async def _deactivate(self, skill: Skill, iteration: int, reason: str) -> None:
-        await _call(skill.on_deactivate, skill, self.run)
+        await _call(skill.on_deactivate, skill)
         self.active.remove(skill)
         self.run.event("skill_deactivated", iteration=iteration, skill=skill.name, reason=reason)
 
