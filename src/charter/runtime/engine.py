@@ -478,14 +478,7 @@ class PersonaRuntime:
         run_id = batch.new_id("run")
         lease_id = batch.new_id("lease")
         budget_id = batch.new_id("budget")
-        lease = LeaseInfo(
-            lease_id,
-            self.holder,
-            item.work_key,
-            format_time(batch.at),
-            format_time(add_seconds(batch.at, spec.lease_ttl_seconds)),
-        )
-        batch.emit(name, Kind.LEASE_ACQUIRED, {**lease.to_dict(), "run_id": run_id})
+        lease = self._acquire(batch, name, lease_id, item.work_key, run_id)
         batch.emit(
             name,
             Kind.RUN_STARTED,
@@ -516,6 +509,21 @@ class PersonaRuntime:
             budget_receipt_id=budget_id,
             error=error,
         )
+
+    def _acquire(
+        self, batch: Batch, name: str, lease_id: str, work_key: str, run_id: str
+    ) -> LeaseInfo:
+        """Take a lease for ``run_id`` (TTL from now) and record ``persona.lease.acquired``."""
+        spec = self.spec(name)
+        lease = LeaseInfo(
+            lease_id,
+            self.holder,
+            work_key,
+            format_time(batch.at),
+            format_time(add_seconds(batch.at, spec.lease_ttl_seconds)),
+        )
+        batch.emit(name, Kind.LEASE_ACQUIRED, {**lease.to_dict(), "run_id": run_id})
+        return lease
 
     def _finish(
         self,
@@ -603,14 +611,7 @@ class PersonaRuntime:
             if len(live_leases(state, batch.at)) >= spec.max_concurrency:
                 return None
             first = batch.next_id
-            lease = LeaseInfo(
-                batch.new_id("lease"),
-                self.holder,
-                parked["work_key"],
-                format_time(batch.at),
-                format_time(add_seconds(batch.at, spec.lease_ttl_seconds)),
-            )
-            batch.emit(name, Kind.LEASE_ACQUIRED, {**lease.to_dict(), "run_id": run_id})
+            lease = self._acquire(batch, name, batch.new_id("lease"), parked["work_key"], run_id)
             batch.emit(
                 name,
                 Kind.RUN_UNPARKED,
