@@ -87,16 +87,24 @@ class NarrowingHook(LoopHook):
     async def on_start(self, run: Any, stack: contextlib.AsyncExitStack) -> None:
         self.tools: list[Tool] = list(run.all_tools)
         run.hidden_tools = set()
+        # the last iteration each tool was used in, read incrementally from the events:
+        # each turn costs its new events, not the whole history (flat in run length)
+        self.last_used: dict[str, int] = {}
+        self.seen = 0
 
     async def before_model_call(self, run: Any, iteration: int) -> None:
+        events = run.events
+        if len(events) < self.seen:  # the event list was replaced: read it again
+            self.seen, self.last_used = 0, {}
+        for e in events[self.seen :]:
+            if e["type"] == "tool_call_audit":
+                name = str(e.get("tool_name", "")).lower()
+                self.last_used[name] = max(self.last_used.get(name, 0), e.get("iteration", 0))
+        self.seen = len(events)
         if iteration <= self.window:
             return
-        recent = {
-            str(e.get("tool_name", "")).lower()
-            for e in run.events
-            if e["type"] == "tool_call_audit"
-            and e.get("iteration", 0) > iteration - 1 - self.window
-        }
+        floor = iteration - 1 - self.window
+        recent = {name for name, used in self.last_used.items() if used > floor}
         removed: list[dict[str, str]] = []
         kept: list[dict[str, str]] = []
         for tool in self.tools:
