@@ -14,6 +14,7 @@ Every decision is an audit record ``{event_type, question, reply?, reason?}`` wi
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import fnmatch
 from collections.abc import Callable, Mapping, Sequence
@@ -27,7 +28,7 @@ from .tools import Tool, as_tools
 STOP_WORD = "STOP"
 
 
-class Answerer:
+class Answerer(abc.ABC):
     """Base: ``answer(question) -> {action: reply|stop|fail|budget_exhausted, ...}``."""
 
     def __init__(self, max_replies: int | None) -> None:
@@ -57,8 +58,9 @@ class Answerer:
             self._record("failed", question, reason=decision.get("reason"))
         return decision
 
-    def decide(self, question: str) -> dict[str, Any]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def decide(self, question: str) -> dict[str, Any]:
+        """``{"action": "reply", "reply": ...}``, ``{"action": "stop"|"fail", "reason"}``."""
 
 
 class ScriptedUser(Answerer):

@@ -25,20 +25,12 @@ from typing import Any
 from charter.policy import Policy
 
 from .options import AgentOptionError
-from .subagents import sub_agent_request, sub_agent_transcript
+from .subagents import _jsonable, sub_agent_request, sub_agent_transcript
 from .tools import Tool
 from .workers import _POOL, WorkerPool, spawn_request
 
 SNAPSHOT_VERSION = 1
 INITIATORS = ("self", "parent", "operator", "triggered")
-
-
-def _jsonable(value: Any) -> bool:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def default_dir() -> Path:

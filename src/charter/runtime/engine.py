@@ -370,21 +370,13 @@ class PersonaRuntime:
         parked = next((r for r in state.parked.values() if r["work_key"] == item.work_key), None)
         if parked is not None:
             # the key's run waits for an approval: the same work must not start twice
-            batch.emit(
-                name,
-                Kind.LEASE_CONFLICT,
-                {**base, "reason": "run_parked", "run_id": parked["run_id"]},
-            )
-            return self._receipt(
-                batch,
-                name,
-                ReceiptStatus.LEASE_BUSY,
-                item,
-                first,
+            return self._busy(
+                batch, name, item, first, {**base, "reason": "run_parked",
+                "run_id": parked["run_id"]},
                 run_id=parked["run_id"],
                 error=f"run {parked['run_id']} of this work key is parked waiting for "
                 f"approval {parked['approval_id']}",
-            )
+            )  # fmt: skip
         if holding is None and not from_queue and state.control == "active":
             if item.work_key in state.queued_keys():
                 batch.emit(name, Kind.WORK_COALESCED, base)
@@ -422,20 +414,12 @@ class PersonaRuntime:
         if holding is not None or (len(live) >= spec.max_concurrency and not recent):
             reason = "work_key_leased" if holding else "max_concurrency"
             busy = holding or live[0]
-            batch.emit(
-                name,
-                Kind.LEASE_CONFLICT,
+            return self._busy(
+                batch, name, item, first,
                 {**base, "reason": reason, "held_by": busy["lease_id"], "holder": busy["holder"]},
-            )
-            return self._receipt(
-                batch,
-                name,
-                ReceiptStatus.LEASE_BUSY,
-                item,
-                first,
                 lease=_lease_info(busy),
                 error=f"lease busy ({reason}): {busy['lease_id']} held by {busy['holder']}",
-            )
+            )  # fmt: skip
 
         if done is not None and recent:
             batch.emit(name, Kind.RUN_DUPLICATE, {**base, "original_run_id": done["run_id"]})
@@ -509,6 +493,19 @@ class PersonaRuntime:
             budget_receipt_id=budget_id,
             error=error,
         )
+
+    def _busy(
+        self,
+        batch: Batch,
+        name: str,
+        item: WorkItem,
+        first: int,
+        conflict: dict[str, Any],
+        **receipt: Any,
+    ) -> RunReceipt:
+        """``persona.lease.conflict`` and a ``lease_busy`` receipt: the key cannot start."""
+        batch.emit(name, Kind.LEASE_CONFLICT, conflict)
+        return self._receipt(batch, name, ReceiptStatus.LEASE_BUSY, item, first, **receipt)
 
     def _acquire(
         self, batch: Batch, name: str, lease_id: str, work_key: str, run_id: str
