@@ -107,6 +107,7 @@ class Dispatcher:
         tool_backoff_ms: int = 1000,
         max_concurrent: int = 1,
         sleep: Callable[[float], Awaitable[None]] | None = None,
+        gates: Sequence[ToolCallerMiddleware] = (),
     ) -> None:
         self.registry: dict[str, Tool] = {}
         for t in tools:
@@ -119,7 +120,11 @@ class Dispatcher:
         self.policy_ns = 0
         self.decisions = 0
         executor: Executor = self._execute
-        self.executor: Executor = tool_caller(executor) if tool_caller else executor
+        executor = tool_caller(executor) if tool_caller else executor
+        # loop gates (approvals) wrap outermost: they decide before any host middleware runs
+        for gate in gates:
+            executor = gate(executor)
+        self.executor: Executor = executor
 
     def annotations_for(self, name: str) -> ToolAnnotations:
         tool = self.registry.get(canonical_name(name))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from .approvals import approvals_hook
 from .delegation import skill_tool
 from .narrowing import narrowing_hook, progress_hook
 from .skills import skills_hook
@@ -14,6 +15,9 @@ from .tools import Tool
 async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.AsyncExitStack) -> None:
     """Add the hooks (and their tools) the options ask for, then start them."""
     options = run.cfg.options
+    approvals = approvals_hook(options)
+    if approvals is not None:
+        run.hooks.add(approvals)
     skills = skills_hook(options)
     if skills is not None:
         run.hooks.add(skills)

@@ -143,6 +143,11 @@ class _Config:
         self.tool_caller = o.get("tool_caller")
         self.workspace = os.path.realpath(o.get("workspace") or os.getcwd())
         self.confine = bool(o.get("confine_to_workspace", True))
+        roots = o.get("external_roots") or []
+        if not isinstance(roots, (list, tuple)) or not all(isinstance(r, str) for r in roots):
+            raise AgentOptionError("external_roots", "expected a list of directory paths")
+        # host-absolute paths outside the workspace need an explicit root (seed 001)
+        self.external_roots = [os.path.realpath(os.path.expanduser(r)) for r in roots]
         try:
             self.tools: list[Tool] = as_tools(o.get("tools"))
         except TypeError as exc:
@@ -249,6 +254,7 @@ class _Run:
         self.hooks = CombinedHooks()
         self.all_tools: list[Tool] = []
         self.hidden_tools: set[str] = set()  # narrowed off the surface (not denied)
+        self.gates: list[Any] = []  # executor middleware hooks add (approvals)
         self.started = time.perf_counter()
 
     # -- helpers --------------------------------------------------------------------
@@ -432,6 +438,7 @@ class _Run:
             tool_retries=cfg.tool_retries,
             tool_backoff_ms=cfg.tool_backoff_ms,
             max_concurrent=cfg.max_concurrent,
+            gates=self.gates,
         )
         budget = cfg.budget
         limit = budget.initial
@@ -998,7 +1005,7 @@ async def _execute(
         if cfg.confine:
             stack.enter_context(
                 with_execution_policy(
-                    {"paths": [cfg.workspace], "name": "workspace"},
+                    {"paths": [cfg.workspace, *cfg.external_roots], "name": "workspace"},
                     label="workspace",
                     kind="workspace",
                 )

@@ -95,6 +95,11 @@ KNOWN_OPTIONS: dict[str, Any] = {
     "ask_user": None,
     "messages": None,
     "clock": None,
+    "approval_policy": None,
+    "permissions": None,
+    "on_escalation": None,
+    "approval_store": None,
+    "external_roots": None,
 }
 
 TOOL_FORMATS = ("native", "text", "none")

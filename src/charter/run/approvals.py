@@ -141,7 +141,16 @@ def resolve_approval(
                 f"approval {run_id} {call_id} was already {prior}" + (f" by {who}" if who else "")
             )
         persona = request.persona
-        if require_live:
+        if require_live and request.payload.get("source") == "agent_loop":
+            # an agent_loop waits in its own process, not under a runtime lease: it is
+            # live until the deadline it declared (none: it waits until decided)
+            deadline = request.payload.get("deadline")
+            if deadline is not None and parse_time(deadline) <= batch.at:
+                raise ApprovalError(
+                    f"the agent loop waiting on {run_id} {call_id} gave up at {deadline}; "
+                    "nothing would resume"
+                )
+        elif require_live:
             state = batch.state(persona)
             run = state.runs.get(run_id)
             lease = state.leases.get(run["lease_id"] or "") if run else None
