@@ -24,7 +24,11 @@ from .conftest import tc
 
 ASK_WRITES = {
     "rules": [
-        {"name": "writes-need-ok", "decision": "ask", "match": {"side_effect_level": "workspace_write"}},
+        {
+            "name": "writes-need-ok",
+            "decision": "ask",
+            "match": {"side_effect_level": "workspace_write"},
+        },
         {"name": "no-secrets-dir", "decision": "deny", "match": {"paths": ["secrets/**"]}},
     ]
 }
@@ -105,7 +109,7 @@ def test_on_escalation_false_refuses_and_true_grants(tmp_path: Path) -> None:
         tmp_path, _write_script("x"), approval_policy=ASK_WRITES, on_escalation=lambda r: False
     )
     assert not (tmp_path / "x").exists() and refused.tools.rejected == ["write"]
-    obs = [m for m in refused.transcript["messages"] if m["role"] == "tool"][0]["content"]
+    obs = next(m for m in refused.transcript["messages"] if m["role"] == "tool")["content"]
     assert "permission_denied" in obs and "on_escalation refused" in obs
     granted = _loop(
         tmp_path, _write_script("y"), approval_policy=ASK_WRITES, on_escalation=lambda r: True
@@ -190,7 +194,7 @@ def test_bad_options_are_clear_errors() -> None:
         agent_loop("x", approval_policy={"rules": [{"decision": "maybe"}]})
     with pytest.raises(AgentOptionError, match=r"rules\[0\]\.match\.commands"):
         agent_loop("x", approval_policy={"rules": [{"decision": "ask", "match": {"commands": 3}}]})
-    with pytest.raises(AgentOptionError, match="on_escalation.*nothing would ever ask"):
+    with pytest.raises(AgentOptionError, match=r"on_escalation.*nothing would ever ask"):
         agent_loop("x", on_escalation=lambda r: True)
     with pytest.raises(AgentOptionError, match="approval_store"):
         agent_loop("x", approval_policy=ASK_WRITES, approval_store={"persona": "p"})
