@@ -6,6 +6,7 @@ Every tool dispatch (MCP tools, skill activation and delegation included) is dec
 
 from __future__ import annotations
 
+from .approvals import PermissionRequest
 from .builtins import builtin_tools
 from .callers import compose, default_llm_caller, with_fallback, with_retry
 from .delegation import Skill, delegate_tool, skill_tool
@@ -37,6 +38,17 @@ from .providers import (
 )
 from .result import STATUSES, AgentResult, LlmStats, ToolStats, TurnResult
 from .scoping import PersonaRun, Stage, current_persona_run, persona, persona_stages, step
+from .sessions import (
+    SessionStore,
+    agent_session_clear_scratchpad,
+    agent_session_delete,
+    agent_session_exists,
+    agent_session_messages,
+    agent_session_queue_message,
+    agent_session_scratchpad,
+    agent_session_seed_from_jsonl,
+    agent_session_set_scratchpad,
+)
 from .simusers import (
     agentic_user,
     fixture_user,
@@ -69,6 +81,16 @@ from .workers import (
 )
 
 __all__ = [
+    "PermissionRequest",
+    "SessionStore",
+    "agent_session_clear_scratchpad",
+    "agent_session_delete",
+    "agent_session_exists",
+    "agent_session_messages",
+    "agent_session_queue_message",
+    "agent_session_scratchpad",
+    "agent_session_seed_from_jsonl",
+    "agent_session_set_scratchpad",
     "agentic_user",
     "fixture_user",
     "scripted_user",

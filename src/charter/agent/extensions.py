@@ -8,6 +8,9 @@ from typing import Any
 from .approvals import approvals_hook
 from .delegation import skill_tool
 from .narrowing import narrowing_hook, progress_hook
+from .options import AgentOptionError
+from .scratchpad import scratchpad_hook
+from .sessions import SessionHook, open_store
 from .skills import skills_hook
 from .tools import Tool
 
@@ -15,6 +18,13 @@ from .tools import Tool
 async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.AsyncExitStack) -> None:
     """Add the hooks (and their tools) the options ask for, then start them."""
     options = run.cfg.options
+    if run.cfg.continue_session:  # first: later hooks read run.session on start
+        run.hooks.add(SessionHook(open_store(options.get("session_store")), run.cfg.session_id))
+    elif options.get("session_store") is not None:
+        raise AgentOptionError("session_store", "needs session_id (which session to keep)")
+    scratchpad = scratchpad_hook(options.get("scratchpad"))
+    if scratchpad is not None:
+        run.hooks.add(scratchpad)
     approvals = approvals_hook(options)
     if approvals is not None:
         run.hooks.add(approvals)

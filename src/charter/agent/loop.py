@@ -51,9 +51,6 @@ from .textmode import (
 from .tools import Tool, as_tools
 from .transcript import TranscriptSink
 
-#: In-process session store: ``session_id`` -> prompt-visible messages.
-_SESSIONS: dict[str, list[dict[str, Any]]] = {}
-
 PROGRESS_GUIDANCE = (
     "Work step by step. Use the available tools to gather evidence and make changes; "
     "report concrete results."
@@ -255,6 +252,12 @@ class _Run:
         self.all_tools: list[Tool] = []
         self.hidden_tools: set[str] = set()  # narrowed off the surface (not denied)
         self.gates: list[Any] = []  # executor middleware hooks add (approvals)
+        self.session: Any = None  # the SessionState a continued session loaded
+        self.rewrites = 0  # bumped whenever earlier prompt-visible messages are replaced
+        self.deferred_user_messages: list[dict[str, Any]] = []
+        self.system_tail: dict[str, str] = {}  # fragments hooks append to the system prompt
+        self.session_store: Any = None
+        self.transcript_extra: dict[str, Any] = {}  # fields hooks add to result.transcript
         self.started = time.perf_counter()
 
     # -- helpers --------------------------------------------------------------------
@@ -283,6 +286,7 @@ class _Run:
             block = self.cfg.scope.prompt_block()
             if block:
                 parts.append(block)
+        parts.extend(v for v in self.system_tail.values() if v)
         return "\n\n".join(parts) if parts else None
 
     def visible_tools(self, tools: list[Tool]) -> list[Tool]:
@@ -427,8 +431,6 @@ class _Run:
 
     async def run(self, all_tools: list[Tool]) -> AgentResult:
         cfg = self.cfg
-        if cfg.continue_session:
-            self.messages.extend(dict(m) for m in _SESSIONS.get(cfg.session_id, []))
         self.messages.extend(dict(m) for m in cfg.prior_messages)
         self.messages.append({"role": "user", "content": self.prompt})
         self.dispatcher = Dispatcher(
@@ -946,8 +948,6 @@ class _Run:
         cfg = self.cfg
         self.hooks.on_finish(self)
         self.stats.duration_ms = int((time.perf_counter() - self.started) * 1000)
-        if cfg.continue_session:
-            _SESSIONS[cfg.session_id] = [dict(m) for m in self.messages]
         if self.sink:
             self.sink.close()
         if cfg.stall is not None:
@@ -977,7 +977,7 @@ class _Run:
             visible_text="\n".join(self.visible_texts),
             llm=self.stats,
             tools=self.tool_stats,
-            deferred_user_messages=[],
+            deferred_user_messages=list(self.deferred_user_messages),
             task_ledger={
                 "deliverables": [],
                 "nudges": self.nudges_total,
@@ -991,6 +991,7 @@ class _Run:
                 "system": self.system,
                 "messages": self.messages,
                 "events": [e for e in self.events if e["type"] != "tool_call_audit"],
+                **self.transcript_extra,
             },
             extras=self.extras,
         )

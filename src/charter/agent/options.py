@@ -100,6 +100,8 @@ KNOWN_OPTIONS: dict[str, Any] = {
     "on_escalation": None,
     "approval_store": None,
     "external_roots": None,
+    "session_store": None,
+    "scratchpad": None,
 }
 
 TOOL_FORMATS = ("native", "text", "none")

@@ -306,10 +306,6 @@ def match_skills(
     return ranked[: config.top_n]
 
 
-#: Active skill names per session id, so a continued session rehydrates its skills.
-_SESSION_SKILLS: dict[str, list[str]] = {}
-
-
 async def _call(hook: Hook | None, skill: Skill) -> None:
     if hook is None:
         return
@@ -344,7 +340,8 @@ class SkillsHook(LoopHook):
         run.active_skills = self.active
         stack.callback(self._pop_frame)
         if run.cfg.continue_session:
-            for name in _SESSION_SKILLS.get(run.cfg.session_id, []):
+            # the session store (charter.agent.sessions) loaded them before this hook
+            for name in run.session.skills if run.session is not None else []:
                 skill = self.registry.get(name)
                 if skill is not None:
                     await self._activate(skill, 0.0, "session_resume", 0)
@@ -359,8 +356,6 @@ class SkillsHook(LoopHook):
         self._sync_frame()
 
     def on_finish(self, run: Any) -> None:
-        if run.cfg.continue_session:
-            _SESSION_SKILLS[run.cfg.session_id] = [s.name for s in self.active]
         run.extras["active_skills"] = [s.name for s in self.active]
 
     # -- matching and transitions ---------------------------------------------------
