@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.charter-installed
 
-.PHONY: demo test lint typecheck pytest bench clean services mcp-npm clis browser sandbox-tools
+.PHONY: demo test lint typecheck pytest bench clean services mcp-npm clis browser sandbox-tools tokenizers
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -102,7 +102,15 @@ sandbox-tools:
 	if [ "$$CI" = true ]; then echo "sandbox-tools: cannot install$$missing (CI=true)" >&2; exit 1; fi; \
 	echo "sandbox-tools: missing$$missing; the sandbox tests will be skipped" >&2
 
-pytest: $(STAMP) services mcp-npm clis browser sandbox-tools
+# tiktoken's BPE files (o200k_base, cl100k_base) for exact OpenAI token counts in agent
+# compaction: rebuilt offline from the js-tiktoken npm package's ranks and checked against
+# tiktoken's published SHA-256 (charter.agent.tokens); a no-op once cached.
+JS_TIKTOKEN := js-tiktoken@1.0.21
+
+tokenizers: $(STAMP)
+	@if $(BIN)/python -c "import sys; from charter.agent.tokens import tiktoken_ready; sys.exit(0 if tiktoken_ready() else 1)"; 	  then exit 0; fi; 	if ! command -v npm >/dev/null 2>&1; then 	  if [ "$$CI" = true ]; then echo "tokenizers: npm is required (CI=true)" >&2; exit 1; fi; 	  echo "tokenizers: npm not found; token counts use the estimate" >&2; exit 0; 	fi; 	tmp=$$(mktemp -d); 	( cd $$tmp && npm pack $(JS_TIKTOKEN) --silent >/dev/null && tar xzf js-tiktoken-*.tgz ) 	  && $(BIN)/python -m charter.agent.tokens install $$tmp/package/dist/ranks; 	status=$$?; rm -rf $$tmp; exit $$status
+
+pytest: $(STAMP) services mcp-npm clis browser sandbox-tools tokenizers
 	$(BIN)/pytest
 
 test: lint typecheck pytest

@@ -193,7 +193,7 @@ def test_scratchpad_is_recited_and_reorganized_with_cited_refs(_session_dir: Pat
         "done",
     ]
     reorg = MockProvider(
-        [
+        aux_turns=[
             json.dumps(
                 {
                     "goals": ["free disk"],

@@ -6,6 +6,7 @@ import contextlib
 from typing import Any
 
 from .approvals import approvals_hook
+from .compaction import compaction_hook
 from .delegation import skill_tool
 from .narrowing import narrowing_hook, progress_hook
 from .options import AgentOptionError
@@ -22,6 +23,10 @@ async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.Asyn
         run.hooks.add(SessionHook(open_store(options.get("session_store")), run.cfg.session_id))
     elif options.get("session_store") is not None:
         raise AgentOptionError("session_store", "needs session_id (which session to keep)")
+    compaction = compaction_hook(options, run.cfg.model)
+    if compaction is not None:  # before the scratchpad: it recites after compaction
+        run.hooks.add(compaction)
+        run.compaction = compaction
     scratchpad = scratchpad_hook(options.get("scratchpad"))
     if scratchpad is not None:
         run.hooks.add(scratchpad)

@@ -37,6 +37,7 @@ from .options import (
     resolve_budget,
     validate_simple,
 )
+from .projection import projections
 from .providers import LlmRequest, LlmResponse, Provider, ProviderError, get_provider
 from .providers.base import ToolCallRequest
 from .result import AgentResult, LlmStats, ToolStats, TurnResult
@@ -215,6 +216,7 @@ class _Config:
         self.ask_user = o.get("ask_user")
         self.prior_messages = list(o.get("messages") or [])
         self.clock: Callable[[], float] = o.get("clock") or time.time
+        self.projections = projections(o.get("transcript_projection"))
         self.options = o
 
 
@@ -257,6 +259,8 @@ class _Run:
         self.deferred_user_messages: list[dict[str, Any]] = []
         self.system_tail: dict[str, str] = {}  # fragments hooks append to the system prompt
         self.session_store: Any = None
+        self.compaction: Any = None  # the CompactionHook, when compaction is on
+        self.scratchpad_refs: Callable[[], set[str]] | None = None  # GC roots (scratchpad)
         self.transcript_extra: dict[str, Any] = {}  # fields hooks add to result.transcript
         self.started = time.perf_counter()
 
@@ -300,6 +304,8 @@ class _Run:
 
     def prompt_messages(self, iteration: int, system: str | None) -> tuple[list[Any], Any]:
         messages: list[Any] = list(self.messages)
+        for project in self.cfg.projections:  # views over the recorded messages
+            messages = project(messages, self)
         if self.cfg.context_callback is not None:
             messages = [dict(m) for m in messages]
             ctx = self._context_view(iteration, system, messages)

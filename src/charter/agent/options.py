@@ -102,6 +102,15 @@ KNOWN_OPTIONS: dict[str, Any] = {
     "external_roots": None,
     "session_store": None,
     "scratchpad": None,
+    "compaction": None,
+    "compact_threshold": None,
+    "compact_keep_first": None,
+    "compact_keep_last": None,
+    "compact_strategy": None,
+    "compact_callback": None,
+    "compaction_policy": None,
+    "auto_compact": None,
+    "transcript_projection": None,
 }
 
 TOOL_FORMATS = ("native", "text", "none")

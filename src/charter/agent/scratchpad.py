@@ -77,6 +77,7 @@ class ScratchpadHook(LoopHook):
 
     async def on_start(self, run: Any, stack: Any) -> None:
         self.run = run
+        run.scratchpad_refs = self.refs
         session = run.session
         if session is not None and session.scratchpad is not None:
             self.pad = {**empty_pad(), **session.scratchpad}
@@ -106,6 +107,10 @@ class ScratchpadHook(LoopHook):
             count=len(self.pad.get("facts", [])),
             dropped_facts=dropped,
         )
+
+    def refs(self) -> set[str]:
+        """Every ref the pad cites (``reachability_gc`` keeps those tool results)."""
+        return self.known_refs([])
 
     def known_refs(self, recent: list[tuple[int, dict[str, Any]]]) -> set[str]:
         refs = {str(r) for r in self.pad.get("refs", [])}

@@ -1,6 +1,8 @@
 """The ``mock`` provider: deterministic scripted turns for tests, demos and evals.
 
-A script is a list of entries, replayed in order (judge calls use ``judge_turns``):
+A script is a list of entries, replayed in order (judge calls use ``judge_turns``;
+compaction summaries and scratchpad reorganizations use ``aux_turns``, or a deterministic
+stand-in, so they never consume the conversation's script):
 
 - ``"text"``: a plain text reply;
 - ``{"text": ..., "tool_calls": [{"name", "arguments", "id"?}], "usage": {...}}``:
@@ -30,6 +32,14 @@ def render_text_tool_call(name: str, arguments: Mapping[str, Any]) -> str:
     return "<tool_call>" + json.dumps({"name": name, "arguments": dict(arguments)}) + "</tool_call>"
 
 
+def _aux_default(request: LlmRequest) -> str:
+    """A deterministic stand-in for a summariser / scratchpad call."""
+    if request.purpose == "scratchpad":
+        return '{"goals": [], "open_items": [], "facts": [], "refs": []}'
+    chars = sum(len(str(m.get("content") or "")) for m in request.messages)
+    return f"mock summary of {chars} characters of earlier conversation"
+
+
 def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
 
@@ -44,11 +54,14 @@ class MockProvider:
         turns: Sequence[Entry] | None = None,
         *,
         judge_turns: Sequence[Entry] | None = None,
+        aux_turns: Sequence[Entry] | None = None,
         default: Entry | None = None,
         cycle: bool = False,
     ) -> None:
         self.turns: list[Entry] = list(turns or [])
         self.judge_turns: list[Entry] = list(judge_turns or [])
+        self.aux_turns: list[Entry] = list(aux_turns or [])
+        self._aux_index = 0
         self.default = default
         self.cycle = cycle
         self.requests: list[LlmRequest] = []
@@ -83,6 +96,13 @@ class MockProvider:
         return len(self.turns) - self._index
 
     def _next(self, request: LlmRequest) -> Entry:
+        if request.purpose in ("compaction", "scratchpad") and not self.aux_turns:
+            # helper calls never consume the scripted conversation
+            return _aux_default(request)
+        if request.purpose in ("compaction", "scratchpad"):
+            entry = self.aux_turns[min(self._aux_index, len(self.aux_turns) - 1)]
+            self._aux_index += 1
+            return entry
         if request.purpose == "judge":
             if not self.judge_turns:
                 return '{"verdict": "done", "reasoning": "mock judge default"}'
