@@ -85,7 +85,7 @@ def test_a_500_turn_conversation_stays_under_the_window() -> None:
     for e in events:
         assert e["estimated_tokens_after"] < e["estimated_tokens_before"]
         assert e["strategy"] == "hybrid" and e["instruction_mode"] == "bug_fix_resumption"
-        assert e["token_method"] == "estimate:bytes/4"
+        assert e["token_method"] == "estimate:lexical"
     last = provider.requests[-1].messages
     _assert_paired(last)
     texts = [str(m.get("content")) for m in last]
@@ -226,7 +226,7 @@ def test_token_counts_match_the_provider() -> None:
     assert counter.method == "tiktoken:o200k_base"
     assert counter.text("hello world") == 2
     assert counter_for("openai", "gpt-4").method == "tiktoken:cl100k_base"
-    assert counter_for("anthropic", "claude-sonnet-4").method == "estimate:bytes/4"
+    assert counter_for("anthropic", "claude-sonnet-4").method == "estimate:lexical"
     # OpenAI's chat format: 3 per message + 3 for the reply priming
     mc = MessageCounter(counter)
     assert mc.total([{"role": "user", "content": "hello world"}]) == 2 + 3 + 3

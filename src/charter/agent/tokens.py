@@ -8,9 +8,10 @@ charter.agent.tokens install RANKS_DIR``) writes them into the cache from the
 ``js-tiktoken`` npm package, whose ranks rebuild the exact files (tiktoken checks their
 SHA-256 again when it loads them).
 
-Other providers (Anthropic, Gemini, mock) use the estimate ``ceil(utf8_bytes / 4)`` plus
-the same per-message overhead; ``benchmarks/token_estimate.py`` measures its error
-against tiktoken on real transcripts. Counts are cached per message object, so counting
+Other providers (Anthropic, Gemini, mock) use a lexical estimate (:class:`EstimateCounter`)
+plus the same per-message overhead; ``benchmarks/token_estimate.py`` measures its error
+against tiktoken on prose, code and tool output. (Claude's tokenizer is not public: the
+error against it is not measured here.) Counts are cached per message object, so counting
 a growing conversation costs only the new messages.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -83,13 +85,29 @@ class Counter(Protocol):
     def text(self, text: str) -> int: ...
 
 
-class EstimateCounter:
-    """``ceil(utf8_bytes / 4)``: the documented estimate for providers without a local tokenizer."""
+_LEXEMES = re.compile(r"[^\W\d_]+|\d{1,3}|[^\w\s]|_")
 
-    method = "estimate:bytes/4"
+
+class EstimateCounter:
+    """The documented estimate for providers without a local tokenizer.
+
+    Words count one token plus one per 9 letters, every 1-3 digit group and punctuation
+    mark 0.75. Against tiktoken it is within 4-5% on average for prose and code and 1-2%
+    for JSON tool output (``benchmarks/token_estimate.py``); ``bytes / 4`` was 26% low on
+    JSON, the direction that makes compaction late.
+    """
+
+    method = "estimate:lexical"
 
     def text(self, text: str) -> int:
-        return (len(text.encode("utf-8")) + 3) // 4
+        words = symbols = 0
+        for match in _LEXEMES.finditer(text):
+            lexeme = match.group()
+            if lexeme[0].isalpha():
+                words += 1 + len(lexeme) // 9
+            else:
+                symbols += 1
+        return words + (symbols * 3 + 3) // 4
 
 
 class TiktokenCounter:
