@@ -14,6 +14,7 @@ from .scratchpad import scratchpad_hook
 from .sessions import SessionHook, open_store
 from .skills import skills_hook
 from .tools import Tool
+from .turn_review import review_hooks
 
 
 async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.AsyncExitStack) -> None:
@@ -41,6 +42,8 @@ async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.Asyn
     if progress is not None:
         run.hooks.add(progress)
         tools.append(progress.tool())
+    for hook in review_hooks(options, run.cfg.done_judge):
+        run.hooks.add(hook)
     narrowing = narrowing_hook(options.get("tool_surface_narrowing"))
     if narrowing is not None:
         run.hooks.add(narrowing)

@@ -7,6 +7,9 @@ the loop holds one :class:`CombinedHooks` and calls only these points:
   (``stack`` is the run's exit stack: push frames or cleanups onto it);
 - ``before_model_call(run, iteration)``: before each request is built (skills matching,
   tool-surface narrowing);
+- ``before_dispatch(run, iteration, text, calls)``: the model proposed tool calls, none
+  has run yet (step judges, stall judges); ``None`` lets them run, or a directive
+  ``{action: "replace" | "retain" | "stop", feedback?, stop_reason?}``;
 - ``on_finish(run)``: the loop stopped, before the result is assembled (write extras).
 """
 
@@ -25,6 +28,12 @@ class LoopHook:
 
     async def before_model_call(self, run: Any, iteration: int) -> None:
         """Called before each model request of ``iteration`` (1-based) is built."""
+
+    async def before_dispatch(
+        self, run: Any, iteration: int, text: str, calls: list[Any]
+    ) -> dict[str, Any] | None:
+        """Review a turn's tool calls before any runs (``None``: dispatch them)."""
+        return None
 
     def on_finish(self, run: Any) -> None:
         """Called once when the loop stops, before the result is assembled."""
@@ -46,6 +55,15 @@ class CombinedHooks(LoopHook):
     async def before_model_call(self, run: Any, iteration: int) -> None:
         for hook in self.hooks:
             await hook.before_model_call(run, iteration)
+
+    async def before_dispatch(
+        self, run: Any, iteration: int, text: str, calls: list[Any]
+    ) -> dict[str, Any] | None:
+        for hook in self.hooks:
+            directive = await hook.before_dispatch(run, iteration, text, calls)
+            if directive is not None:
+                return directive  # the first objection decides
+        return None
 
     def on_finish(self, run: Any) -> None:
         for hook in self.hooks:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import inspect
 import json
 import os
 import time
@@ -24,11 +23,12 @@ from charter.policy import (
 )
 
 from .callers import LlmCaller, call_caller, default_llm_caller
+from .completion import completion_gates
 from .delegation import delegate_tool
 from .dispatch import Dispatcher, ToolOutcome
 from .extensions import install_extensions
 from .hooks import CombinedHooks
-from .judges import JudgeConfig, run_judge
+from .judges import JudgeConfig
 from .options import (
     AgentOptionError,
     IterationBudget,
@@ -52,6 +52,9 @@ from .textmode import (
 from .tools import Tool, as_tools
 from .transcript import TranscriptSink
 
+#: What ``post_turn_callback`` may set for the next iteration through ``next_options``.
+NEXT_OPTIONS = ("llm_options", "tool_choice", "temperature", "max_tokens", "model", "nudge")
+
 PROGRESS_GUIDANCE = (
     "Work step by step. Use the available tools to gather evidence and make changes; "
     "report concrete results."
@@ -69,13 +72,13 @@ def _loop_contract(fmt: str, sentinel: str | None) -> str:
 
 
 def _default_nudge(fmt: str, sentinel: str | None, allow_sentinel: bool) -> str:
+    if not allow_sentinel:
+        return "Continue with concrete progress: call a tool or yield the next action."
     if fmt == "native" and not sentinel:
         return (
             "Continue with concrete tool progress. When the task is complete, reply with "
             "your final answer and no tool calls."
         )
-    if not allow_sentinel:
-        return "Continue with concrete progress: call a tool or yield the next action."
     marker = f"<done>{sentinel}</done>" if fmt == "text" else str(sentinel)
     what = "tool progress" if fmt == "text" else "progress"
     return f"Continue with concrete {what}. Write {marker} only when the task is truly complete."
@@ -187,6 +190,11 @@ class _Config:
                 "max_prose_chars",
             )
         self.turn_policy = dict(turn_policy)
+        # the explicit yield of a native-mode action stage (require_action_or_yield)
+        self.yield_marker: str | None = None
+        action_stage = self.turn_policy.get("require_action_or_yield") and self.fmt == "native"
+        if action_stage and self.turn_policy.get("allow_done_sentinel", True):
+            self.yield_marker = self.sentinel or DEFAULT_SENTINEL
         stall = o.get("stall_diagnostics")
         self.stall: dict[str, Any] | None = None
         if stall:
@@ -214,6 +222,22 @@ class _Config:
         self.skills = o.get("skills")
         self.members = o.get("members")
         self.ask_user = o.get("ask_user")
+        verify_cap = o.get("max_verify_attempts")
+        if verify_cap is not None and (
+            isinstance(verify_cap, bool) or not isinstance(verify_cap, int) or verify_cap < 1
+        ):
+            raise AgentOptionError("max_verify_attempts", "expected a positive integer")
+        self.max_verify_attempts: int | None = verify_cap
+        self.output_schema: Mapping[str, Any] | None = None
+        if o.get("output_schema") is not None:
+            from .output_schema import check_schema
+
+            self.output_schema = check_schema(o["output_schema"])
+        self.schema_retries: int = (
+            o["schema_retries"]
+            if o.get("schema_retries") is not None
+            else defaults["schema_retries"]
+        )
         self.prior_messages = list(o.get("messages") or [])
         self.clock: Callable[[], float] = o.get("clock") or time.time
         self.projections = projections(o.get("transcript_projection"))
@@ -248,6 +272,8 @@ class _Run:
         self.active_skills: list[Any] = []
         self.extras: dict[str, Any] = {}
         self.next_llm_options: dict[str, Any] = {}
+        self.next_model: str | None = None
+        self.next_nudge: str | None = None
         self.sink = TranscriptSink(cfg.transcript_dir) if cfg.transcript_dir else None
         self.dispatcher: Dispatcher | None = None
         self.hooks = CombinedHooks()
@@ -263,6 +289,10 @@ class _Run:
         self.scratchpad_refs: Callable[[], set[str]] | None = None  # GC roots (scratchpad)
         self.transcript_extra: dict[str, Any] = {}  # fields hooks add to result.transcript
         self.started = time.perf_counter()
+        self.iteration = 0
+        self.limit = cfg.budget.initial
+        self.verify_vetoes = 0
+        self.schema_attempts = 0
 
     # -- helpers --------------------------------------------------------------------
 
@@ -472,8 +502,9 @@ class _Run:
             messages, system = self.prompt_messages(iteration, system)
             llm_options = {**cfg.llm_options, **self.next_llm_options}
             self.next_llm_options = {}
+            model, self.next_model = self.next_model or cfg.model, None
             request = LlmRequest(
-                model=cfg.model,
+                model=model,
                 system=system,
                 messages=messages,
                 tools=[t.schema() for t in tools] if cfg.fmt == "native" else [],
@@ -557,6 +588,15 @@ class _Run:
             self.messages.append(assistant)
 
             outcomes: list[ToolOutcome] = []
+            self.iteration, self.limit = iteration, limit
+            directive = await self.hooks.before_dispatch(self, iteration, text, calls)
+            if directive is not None:
+                turn_info["ended"] = self.cfg.clock()
+                stop = self.apply_directive(directive, assistant, calls, native_ids)
+                if stop is not None:
+                    status, stop_reason = "done", stop
+                    break
+                continue
             if calls:
                 nudges = 0
                 outcomes = await self.dispatcher.dispatch(calls)
@@ -578,9 +618,11 @@ class _Run:
                 and cfg.turn_policy.get("require_action_or_yield")
                 and not sentinel_hit
                 and cfg.loop_until_done
-                and cfg.sentinel
             ):
-                proposed = False
+                # prose alone is neither an action nor a yield; in native mode the yield is
+                # the done sentinel (when allowed), not "final text with no tool calls"
+                marker = cfg.yield_marker
+                proposed = marker is not None and marker in text
 
             # -- post-turn callback --
             post_stop = replied = False
@@ -614,7 +656,7 @@ class _Run:
             vetoed_last = False
             completion_verdict: dict[str, Any] | None = None
             if proposed:
-                gate = await self.completion_gates(iteration)
+                gate = await completion_gates(self, iteration)
                 if gate is None:
                     status, stop_reason = "done", "natural" if not calls else "sentinel"
                     if sentinel_hit:
@@ -622,7 +664,8 @@ class _Run:
                     break
                 completion_verdict = gate
                 if gate.get("terminal"):
-                    status, stop_reason = "verify_capped", gate["stop_reason"]
+                    status = str(gate.get("status") or "verify_capped")
+                    stop_reason = gate["stop_reason"]
                     self.extras["stop_reason"] = stop_reason
                     break
                 vetoed_last = True
@@ -634,8 +677,13 @@ class _Run:
                     status, stop_reason = "stuck", "max_nudges"
                     break
                 allow_sentinel = bool(cfg.turn_policy.get("allow_done_sentinel", True))
-                message = cfg.nudge or _default_nudge(cfg.fmt, cfg.sentinel, allow_sentinel)
+                message = (
+                    self.next_nudge
+                    or cfg.nudge
+                    or _default_nudge(cfg.fmt, cfg.sentinel or cfg.yield_marker, allow_sentinel)
+                )
                 self.messages.append({"role": "user", "content": message})
+            self.next_nudge = None
 
             # -- iteration budget / loop_control --
             command = self.loop_control(
@@ -718,6 +766,63 @@ class _Run:
         ):
             self.extras.setdefault("stop_reason", stop_reason)
         return self.finish(status, error, stop_reason)
+
+    def apply_directive(
+        self,
+        directive: Mapping[str, Any],
+        assistant: dict[str, Any],
+        calls: list[ToolCallRequest],
+        native: bool,
+    ) -> str | None:
+        """Carry out a ``before_dispatch`` objection; a stop reason when the loop ends."""
+        action = directive.get("action")
+        feedback = directive.get("feedback")
+        if action == "replace":
+            self.messages.remove(assistant)  # the model regenerates this turn
+        elif action in ("retain", "stop"):
+            # the calls stay in the transcript, each answered, so the history stays valid
+            why = "the loop stopped" if action == "stop" else "the step judge rejected it"
+            note = f"[not executed: {why}]"
+            if calls and native:
+                for call in calls:
+                    self.messages.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": call.id,
+                            "name": call.name,
+                            "content": note,
+                        }
+                    )
+            elif calls:
+                blocks = [render_tool_result(c.name, c.id, note) for c in calls]
+                self.messages.append({"role": "user", "content": "\n".join(blocks)})
+        else:
+            raise AgentOptionError("before_dispatch", f"unknown directive action {action!r}")
+        if action == "stop":
+            return str(directive.get("stop_reason") or "before_dispatch_stop")
+        if feedback:
+            self.messages.append({"role": "user", "content": str(feedback)})
+        return None
+
+    def would_stall(self, calls: list[ToolCallRequest]) -> bool:
+        """Whether dispatching ``calls`` makes stall diagnostics fire (nothing is changed)."""
+        stall = self.cfg.stall
+        if stall is None:
+            return False
+        last, streak = self._last_sig, self._streak
+        for call in calls:
+            sig = call.name + ":" + _digest(call.arguments)
+            if sig == last and call.name not in stall["exempt"]:
+                streak += 1
+            else:
+                streak, last = 1, sig
+            if streak == stall["threshold"]:
+                return True
+        return False
+
+    def iterations_left(self) -> int:
+        """Iterations the current budget allows after the current one."""
+        return self.limit - self.iteration
 
     def record_outcomes(self, iteration: int, outcomes: list[ToolOutcome], native: bool) -> None:
         ts = self.tool_stats
@@ -812,14 +917,29 @@ class _Run:
                 self.messages.append({"role": "user", "content": str(out["message"])})
             if out.get("llm_options"):
                 self.next_llm_options.update(dict(out["llm_options"]))
-            next_options = out.get("next_options") or {}
-            if next_options.get("llm_options"):
-                self.next_llm_options.update(dict(next_options["llm_options"]))
-            if next_options.get("tool_choice"):
-                self.next_llm_options["tool_choice"] = next_options["tool_choice"]
+            self.merge_next_options(out.get("next_options") or {})
             if out.get("stop"):
                 return True, str(out.get("stop_reason") or "post_turn_stop")
         return False, None
+
+    def merge_next_options(self, next_options: Mapping[str, Any]) -> None:
+        """``post_turn_callback``'s ``next_options``: options for the next iteration only."""
+        unknown = set(next_options) - set(NEXT_OPTIONS)
+        if unknown:
+            raise AgentOptionError(
+                "post_turn_callback",
+                f"next_options: unsupported key(s) {', '.join(sorted(unknown))} "
+                f"(per-iteration options: {', '.join(NEXT_OPTIONS)})",
+            )
+        if next_options.get("llm_options"):
+            self.next_llm_options.update(dict(next_options["llm_options"]))
+        for key in ("tool_choice", "temperature", "max_tokens"):
+            if next_options.get(key) is not None:
+                self.next_llm_options[key] = next_options[key]
+        if next_options.get("model"):
+            self.next_model = str(next_options["model"])
+        if next_options.get("nudge"):
+            self.next_nudge = str(next_options["nudge"])
 
     def loop_state(
         self,
@@ -895,57 +1015,6 @@ class _Run:
             return {"action": "extend", "reason": "require_successful_tools unsatisfied"}
         if state["turn"]["tool_call_count"] > 0:
             return {"action": "extend", "reason": "recent turn made progress"}
-        return None
-
-    async def completion_gates(self, iteration: int) -> dict[str, Any] | None:
-        """``None`` to accept the stop; else ``{feedback}`` or ``{terminal, stop_reason}``."""
-        cfg = self.cfg
-        if cfg.verify_completion is not None:
-            verdict = cfg.verify_completion(
-                {
-                    "iteration": iteration,
-                    "text": "\n".join(self.texts),
-                    "visible_text": "\n".join(self.visible_texts),
-                    "messages": [dict(m) for m in self.messages],
-                    "successful_tools": list(self.tool_stats.successful),
-                }
-            )
-            if inspect.isawaitable(verdict):
-                verdict = await verdict
-            if verdict is False or (isinstance(verdict, str) and verdict):
-                note = verdict if isinstance(verdict, str) else "Not complete yet; continue."
-                self.event("verify_completion_veto", iteration=iteration, feedback=note)
-                return {"feedback": note, "verdict": "continue"}
-        for judge, cap_reason in (
-            (cfg.verify_judge, "completion_judge_cap_reached"),
-            (cfg.done_judge, "done_judge_cap_reached"),
-        ):
-            if judge is None:
-                continue
-            state = {"iteration": iteration, "messages": self.messages}
-            if judge.kind == "done_judge" and not judge.due(iteration, state):
-                continue
-            provider = get_provider(judge.provider) if judge.provider is not None else self.provider
-            decision = await run_judge(
-                judge,
-                provider=provider,
-                model=cfg.model,
-                task=self.prompt,
-                transcript_text=self.transcript_text(),
-                state=state,
-            )
-            record = {"iteration": iteration, **decision, "judge": judge.kind}
-            judge.decisions.append(record)
-            self.judge_decisions.append(record)
-            self.event("judge_decision", session_id=cfg.session_id, **record)
-            if decision["verdict"] == "done":
-                continue
-            judge.vetoes += 1
-            if judge.cap is not None and judge.vetoes >= judge.cap:
-                judge.cap_reached = True
-                return {"terminal": True, "stop_reason": cap_reason}
-            feedback = decision.get("next_step") or decision.get("reasoning")
-            return {"feedback": str(feedback or judge.feedback_fallback), "verdict": "continue"}
         return None
 
     def finish(
@@ -1026,6 +1095,15 @@ async def _execute(
                 with_execution_policy(cfg.scope.policy("scope"), label="scope", kind="scope")
             )
         tools = list(cfg.tools)
+        if cfg.ask_user is not None:
+            if any(t.name == "ask_user" for t in tools):
+                raise AgentOptionError(
+                    "ask_user",
+                    "tools already has an ask_user tool: give the answerer to one of them",
+                )
+            from .builtins import builtin_tools
+
+            tools.extend(builtin_tools(cfg.workspace, ask_user=cfg.ask_user, names=("ask_user",)))
         run = _Run(prompt, system, cfg, provider)
         if cfg.members:
             tools.append(delegate_tool(cfg.members))

@@ -111,6 +111,9 @@ KNOWN_OPTIONS: dict[str, Any] = {
     "compaction_policy": None,
     "auto_compact": None,
     "transcript_projection": None,
+    "step_judge": None,
+    "max_verify_attempts": None,
+    "output_schema": None,
 }
 
 TOOL_FORMATS = ("native", "text", "none")
