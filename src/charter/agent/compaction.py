@@ -422,32 +422,32 @@ class CompactionHook(LoopHook):
         archived = messages[start:end]
         policy = cfg.policy
         engine = cfg.strategy
+        notes = []
+        if "files_touched" in policy.preserve:
+            files = _files_touched(archived)
+            if files:
+                notes.append("Files changed so far: " + ", ".join(files))
+        if policy.instructions and policy.scope in ("model_visible", "summary", "transcript"):
+            notes.append(f"Instructions ({policy.author}): {policy.instructions}")
+
+        def summarized(summary: str) -> list[dict[str, Any]]:
+            text = "\n\n".join([summary, *notes])
+            return [
+                {"role": "user", "content": f"<{SUMMARY_TAG}>\n{text}\n</{SUMMARY_TAG}>"},
+                *preserved(archived, policy),
+            ]
+
         if engine == "drop_tool_outputs":
             middle = [self._stub(m) for m in archived]
         else:
             summary, engine = await self._summary(archived, policy)
-            notes = []
-            if "files_touched" in policy.preserve:
-                files = _files_touched(archived)
-                if files:
-                    notes.append("Files changed so far: " + ", ".join(files))
-            if policy.instructions and policy.scope in ("model_visible", "summary", "transcript"):
-                notes.append(f"Instructions ({policy.author}): {policy.instructions}")
-            text = "\n\n".join([summary, *notes])
-            middle = [
-                {"role": "user", "content": f"<{SUMMARY_TAG}>\n{text}\n</{SUMMARY_TAG}>"},
-                *preserved(archived, policy),
-            ]
+            middle = summarized(summary)
         messages[start:end] = middle
         after = self.estimate()
         fallback = cfg.strategy in ("hybrid", "drop_tool_outputs") and engine != "truncate"
         if fallback and cfg.threshold is not None and after > cfg.threshold:
             # the hard-limit fallback: the summary (or the stubbed middle) is still too long
-            text = truncate_summary(archived)
-            messages[start : start + len(middle)] = middle = [
-                {"role": "user", "content": f"<{SUMMARY_TAG}>\n{text}\n</{SUMMARY_TAG}>"},
-                *preserved(archived, policy),
-            ]
+            messages[start : start + len(middle)] = middle = summarized(truncate_summary(archived))
             engine = "truncate"
             after = self.estimate()
         self.counter.forget_except(messages)
