@@ -442,14 +442,17 @@ class CompactionHook(LoopHook):
         else:
             summary, engine = await self._summary(archived, policy)
             middle = summarized(summary)
-        messages[start:end] = middle
+        # a rewrite makes a new list: the old one (held by earlier requests) stays as it was
+        run.messages = [*messages[:start], *middle, *messages[end:]]
         after = self.estimate()
         fallback = cfg.strategy in ("hybrid", "drop_tool_outputs") and engine != "truncate"
         if fallback and cfg.threshold is not None and after > cfg.threshold:
             # the hard-limit fallback: the summary (or the stubbed middle) is still too long
-            messages[start : start + len(middle)] = middle = summarized(truncate_summary(archived))
+            middle = summarized(truncate_summary(archived))
+            run.messages = [*messages[:start], *middle, *messages[end:]]
             engine = "truncate"
             after = self.estimate()
+        messages = run.messages
         self.counter.forget_except(messages)
         run.rewrites += 1
         self.compactions += 1

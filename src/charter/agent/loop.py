@@ -273,6 +273,7 @@ class _Run:
         self.extras: dict[str, Any] = {}
         self.next_llm_options: dict[str, Any] = {}
         self.next_model: str | None = None
+        self._caller: LlmCaller | None = None
         self.next_nudge: str | None = None
         self.sink = TranscriptSink(cfg.transcript_dir) if cfg.transcript_dir else None
         self.dispatcher: Dispatcher | None = None
@@ -333,7 +334,10 @@ class _Run:
         ]
 
     def prompt_messages(self, iteration: int, system: str | None) -> tuple[list[Any], Any]:
-        messages: list[Any] = list(self.messages)
+        # No copy: the recorded list only grows, and every rewrite (compaction, a replaced
+        # turn) builds a new list, so a request keeps seeing what it was sent. Copying
+        # here made each iteration cost O(conversation length).
+        messages: list[Any] = self.messages
         for project in self.cfg.projections:  # views over the recorded messages
             messages = project(messages, self)
         if self.cfg.context_callback is not None:
@@ -423,13 +427,16 @@ class _Run:
     # -- the loop -------------------------------------------------------------------
 
     async def call_llm(self, request: LlmRequest, iteration: int) -> dict[str, Any]:
-        caller = self.cfg.llm_caller or default_llm_caller(self.provider)
-        if self.cfg.wrap_retries and self.cfg.llm_retries:
-            from .callers import with_retry
+        caller = self._caller
+        if caller is None:  # built once per run, not per turn
+            caller = self.cfg.llm_caller or default_llm_caller(self.provider)
+            if self.cfg.wrap_retries and self.cfg.llm_retries:
+                from .callers import with_retry
 
-            caller = with_retry(
-                max_attempts=self.cfg.llm_retries + 1, base_ms=self.cfg.llm_backoff_ms
-            )(caller)
+                caller = with_retry(
+                    max_attempts=self.cfg.llm_retries + 1, base_ms=self.cfg.llm_backoff_ms
+                )(caller)
+            self._caller = caller
         call = {
             "prompt": self.prompt,
             "system": request.system,
@@ -778,7 +785,9 @@ class _Run:
         action = directive.get("action")
         feedback = directive.get("feedback")
         if action == "replace":
-            self.messages.remove(assistant)  # the model regenerates this turn
+            # the model regenerates this turn; a rewrite is a new list (see prompt_messages)
+            self.messages = [m for m in self.messages if m is not assistant]
+            self.rewrites += 1
         elif action in ("retain", "stop"):
             # the calls stay in the transcript, each answered, so the history stays valid
             why = "the loop stopped" if action == "stop" else "the step judge rejected it"

@@ -353,7 +353,7 @@ class SessionHook(LoopHook):
             self.offset = path.stat().st_size if path.exists() else 0
         run.session = self.state
         run.session_store = self.store
-        run.messages[:0] = [dict(m) for m in self.state.messages]
+        run.messages = [*(dict(m) for m in self.state.messages), *run.messages]
         self.written = len(self.state.messages)
         # messages queued before this loop started are delivered with its first turn
         self._deliver(self.state.deferred, iteration=0)

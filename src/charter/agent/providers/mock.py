@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,37 @@ def _aux_default(request: LlmRequest) -> str:
 
 def _estimate_tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
+
+
+class MessagesView(Sequence[dict[str, Any]]):
+    """The first ``n`` messages of a list that only grows: a recorded request's prompt,
+    O(1) to take (the loop never rewrites a list in place; rewrites make new lists)."""
+
+    __slots__ = ("_items", "_n")
+
+    def __init__(self, items: Sequence[dict[str, Any]]) -> None:
+        self._items = items
+        self._n = len(items)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return list(self._items[: self._n])[index]
+        if index < 0:
+            index += self._n
+        if not 0 <= index < self._n:
+            raise IndexError(index)
+        return self._items[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(list(self))
 
 
 class MockProvider:
@@ -130,7 +162,7 @@ class MockProvider:
         )
 
     async def complete(self, request: LlmRequest) -> LlmResponse:
-        self.requests.append(request)
+        self.requests.append(replace(request, messages=MessagesView(request.messages)))  # type: ignore[arg-type]
         entry = self._next(request)
         if callable(entry) and not isinstance(entry, LlmResponse):
             entry = entry(request)
