@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from .approvals import PermissionRequest
 from .builtins import builtin_tools
-from .callers import compose, default_llm_caller, with_fallback, with_retry
+from .callers import (
+    CircuitBreaker,
+    compose,
+    default_llm_caller,
+    with_circuit_breaker,
+    with_dry_run,
+    with_escalation,
+    with_fallback,
+    with_rate_limit,
+    with_retry,
+)
 from .delegation import Skill, delegate_tool, skill_tool
 from .dispatch import Dispatcher, ToolOutcome
 from .hooks import CombinedHooks, LoopHook
@@ -143,6 +153,7 @@ __all__ = [
     "agent_turn_async",
     "builtin_tools",
     "close_agent",
+    "CircuitBreaker",
     "compose",
     "current_persona_run",
     "default_llm_caller",
@@ -169,5 +180,9 @@ __all__ = [
     "tool",
     "wait_agent",
     "with_fallback",
+    "with_circuit_breaker",
+    "with_dry_run",
+    "with_escalation",
+    "with_rate_limit",
     "with_retry",
 ]
