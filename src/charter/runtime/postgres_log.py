@@ -8,6 +8,7 @@ assigned and committed in order; commits ``NOTIFY`` followers (``LISTEN``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import time
@@ -20,9 +21,9 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from .audit import chain_hash
 from .events import TOPIC, Event, NewEvent
 from .log import EventLog, EventLogError, LogTransaction, Snapshot, check_limit
+from .rows import build_rows
 
 DEFAULT_SCHEMA = "charter"
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -59,16 +60,31 @@ def _lock_key(schema: str, topic: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
+#: batches of at least this many events go through ``COPY``; smaller ones are one
+#: multi-row INSERT, sent in the same statement as the topic row and the NOTIFY (COPY
+#: costs a second round trip, which only pays off once the rows are many;
+#: benchmarks/runtime_append.py measures both)
+COPY_MIN_ROWS = 24
+
+_EVENT_COLUMNS = (
+    "topic, event_id, persona, persona_version, actor, kind, occurred_at, payload, chain"
+)
+
+
 class _PgTxn(LogTransaction):
     def __init__(self, log: PostgresEventLog, writable: bool) -> None:
         self._log = log
         self._conn = log._conn
         self._writable = writable
+        # (last id, its chain link): read with the lock, then moved only by our appends
+        self._last: tuple[int, str | None] | None = None
 
     def _t(self, name: str) -> sql.Composed:
         return sql.SQL("{}.{}").format(sql.Identifier(self._log.schema), sql.Identifier(name))
 
     def last_event_id(self) -> int:
+        if self._last is not None:
+            return self._last[0]
         row = self._conn.execute(
             sql.SQL("SELECT last_event_id FROM {} WHERE topic = %s").format(self._t("topics")),
             (self._log.topic,),
@@ -78,63 +94,23 @@ class _PgTxn(LogTransaction):
     def append(self, events: Sequence[NewEvent]) -> list[Event]:
         if not self._writable:
             raise EventLogError("append needs a write transaction")
-        topic = self._log.topic
-        last = self.last_event_id()
-        out = [
-            Event(
-                last + i,
-                topic,
-                e.persona,
-                e.kind,
-                e.occurred_at,
-                dict(e.payload),
-                e.actor,
-                e.persona_version,
-            )
-            for i, e in enumerate(events, start=1)
-        ]
-        if not out:
-            return out
-        found = self._conn.execute(
-            sql.SQL("SELECT chain FROM {} WHERE topic = %s AND event_id = %s").format(
-                self._t("events")
-            ),
-            (topic, last),
-        ).fetchone()
-        previous: str | None = found[0] if found else None
-        links: list[str] = []
-        for e in out:
-            previous = chain_hash(previous, e)
-            links.append(previous)
-        with self._conn.cursor() as cur:
-            cur.executemany(
-                sql.SQL(
-                    "INSERT INTO {} (topic, event_id, persona, persona_version, actor, kind, "
-                    "occurred_at, payload, chain) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
-                ).format(self._t("events")),
-                [
-                    (
-                        topic,
-                        e.event_id,
-                        e.persona,
-                        e.persona_version,
-                        e.actor,
-                        e.kind,
-                        e.occurred_at,
-                        Jsonb(e.payload),
-                        link,
-                    )
-                    for e, link in zip(out, links, strict=True)
-                ],
-            )
-        self._conn.execute(
-            sql.SQL(
-                "INSERT INTO {} (topic, last_event_id) VALUES (%s, %s) "
-                "ON CONFLICT (topic) DO UPDATE SET last_event_id = excluded.last_event_id"
-            ).format(self._t("topics")),
-            (topic, out[-1].event_id),
-        )
-        self._conn.execute("SELECT pg_notify(%s, %s)", (self._log.channel, str(out[-1].event_id)))
+        if not events:
+            return []
+        assert self._last is not None, "a write transaction reads the head with its lock"
+        out, rows = build_rows(self._log.topic, *self._last, events)
+        log = self._log
+        last = str(out[-1].event_id)
+        if len(rows) >= COPY_MIN_ROWS:
+            with self._conn.cursor() as cur, cur.copy(log._copy_events) as copy:
+                for row in rows:
+                    copy.write_row(row)
+            self._conn.execute(log._set_last, (log.topic, out[-1].event_id, log.channel, last))
+        else:
+            # one round trip: the rows, the topic's last id and the NOTIFY
+            params: list[Any] = [value for row in rows for value in row]
+            params += (log.topic, out[-1].event_id, log.channel, last)
+            self._conn.execute(log.insert_statement(len(rows)), params)
+        self._last = out[-1].event_id, rows[-1][-1]
         return out
 
     def read(
@@ -222,6 +198,41 @@ class PostgresEventLog(EventLog):
         except psycopg.Error as exc:
             self._conn.close()
             raise EventLogError(f"cannot prepare schema {self.schema!r}: {exc}") from exc
+        s = sql.Identifier(self.schema)
+        self._begin_write = (
+            sql.SQL(
+                "BEGIN; SELECT pg_advisory_xact_lock({lock}); "
+                "SELECT t.last_event_id, e.chain FROM {s}.topics t LEFT JOIN {s}.events e "
+                "ON e.topic = t.topic AND e.event_id = t.last_event_id WHERE t.topic = {topic}"
+            )
+            .format(lock=sql.Literal(self._lock), s=s, topic=sql.Literal(topic))
+            .as_string(self._conn)
+        )
+        self._copy_events = sql.SQL("COPY {}.events ({}) FROM STDIN").format(
+            s, sql.SQL(_EVENT_COLUMNS)
+        )
+        self._set_last_sql = sql.SQL(
+            "INSERT INTO {}.topics (topic, last_event_id) VALUES (%s, %s) "
+            "ON CONFLICT (topic) DO UPDATE SET last_event_id = excluded.last_event_id"
+        ).format(s)
+        self._set_last = sql.SQL("WITH last AS ({}) SELECT pg_notify(%s, %s)").format(
+            self._set_last_sql
+        )
+        self._inserts: dict[int, sql.Composed] = {}
+
+    def insert_statement(self, rows: int) -> sql.Composed:
+        """``rows`` events, the topic's last id and the NOTIFY as one statement."""
+        found = self._inserts.get(rows)
+        if found is None:
+            values = sql.SQL(", ").join([sql.SQL("(%s, %s, %s, %s, %s, %s, %s, %s, %s)")] * rows)
+            found = sql.SQL(
+                "WITH ev AS (INSERT INTO {}.events ({}) VALUES {}), last AS ({}) "
+                "SELECT pg_notify(%s, %s)"
+            ).format(
+                sql.Identifier(self.schema), sql.SQL(_EVENT_COLUMNS), values, self._set_last_sql
+            )
+            self._inserts[rows] = found
+        return found
 
     def _create_schema(self) -> None:
         s = sql.Identifier(self.schema)
@@ -268,15 +279,37 @@ class PostgresEventLog(EventLog):
 
     @contextmanager
     def write(self) -> Iterator[LogTransaction]:
-        with self._conn.transaction():
-            self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock,))
-            yield _PgTxn(self, writable=True)
+        txn = _PgTxn(self, writable=True)
+        # one round trip (simple query protocol, several statements): BEGIN, the topic's
+        # lock, then the head, read by a statement that starts after the lock is held
+        # (READ COMMITTED takes a snapshot per statement), so it sees every earlier commit
+        try:
+            cur = self._conn.execute(self._begin_write)
+            cur.nextset()
+            cur.nextset()
+            row = cur.fetchone()
+            txn._last = (int(row[0]), row[1]) if row else (0, None)
+            yield txn
+        except BaseException:
+            self._rollback()
+            raise
+        self._conn.execute("COMMIT")
 
     @contextmanager
     def read_view(self) -> Iterator[LogTransaction]:
-        with self._conn.transaction():
-            self._conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        # one snapshot for every read of the view, opened in one round trip
+        self._conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        try:
             yield _PgTxn(self, writable=False)
+        except BaseException:
+            self._rollback()
+            raise
+        self._conn.execute("COMMIT")
+
+    def _rollback(self) -> None:
+        if not self._conn.closed:
+            with contextlib.suppress(psycopg.Error):
+                self._conn.execute("ROLLBACK")
 
     def _listen(self) -> psycopg.Connection[Any]:
         if self._listener is None:

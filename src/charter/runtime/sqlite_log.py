@@ -11,10 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .audit import chain_hash
-from .clock import format_time, parse_time
+from .clock import parse_time
 from .events import TOPIC, Event, NewEvent
 from .log import EventLog, EventLogError, LogTransaction, Snapshot, check_limit
+from .rows import build_rows
 
 DB_FILENAME = "events.sqlite3"
 POLL_SECONDS = 0.005
@@ -48,6 +48,11 @@ CREATE TABLE IF NOT EXISTS snapshots (
 """
 
 _COLUMNS = "event_id, persona, persona_version, actor, kind, occurred_at, payload"
+_INSERT = f"INSERT INTO events (topic, {_COLUMNS}, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_SET_LAST = (
+    "INSERT INTO topics (topic, last_event_id) VALUES (?, ?) "
+    "ON CONFLICT (topic) DO UPDATE SET last_event_id = excluded.last_event_id"
+)
 
 
 class _SqliteTxn(LogTransaction):
@@ -55,8 +60,11 @@ class _SqliteTxn(LogTransaction):
         self._conn = conn
         self._topic = topic
         self._writable = writable
+        self._last: tuple[int, str | None] | None = None
 
     def last_event_id(self) -> int:
+        if self._writable:
+            return self._head()[0]
         row = self._conn.execute(
             "SELECT last_event_id FROM topics WHERE topic = ?", (self._topic,)
         ).fetchone()
@@ -65,51 +73,26 @@ class _SqliteTxn(LogTransaction):
     def append(self, events: Sequence[NewEvent]) -> list[Event]:
         if not self._writable:
             raise EventLogError("append needs a write transaction")
-        last = self.last_event_id()
-        out: list[Event] = []
-        rows: list[tuple[Any, ...]] = []
-        found = self._conn.execute(
-            "SELECT chain FROM events WHERE topic = ? AND event_id = ?", (self._topic, last)
-        ).fetchone()
-        previous: str | None = found[0] if found else None
-        for offset, new in enumerate(events, start=1):
-            event = Event(
-                last + offset,
-                self._topic,
-                new.persona,
-                new.kind,
-                new.occurred_at,
-                dict(new.payload),
-                new.actor,
-                new.persona_version,
-            )
-            out.append(event)
-            previous = chain_hash(previous, event)
-            rows.append(
-                (
-                    self._topic,
-                    event.event_id,
-                    event.persona,
-                    event.persona_version,
-                    event.actor,
-                    event.kind,
-                    format_time(event.occurred_at),
-                    json.dumps(event.payload, separators=(",", ":"), sort_keys=True),
-                    previous,
-                )
-            )
-        if not rows:
-            return out
-        self._conn.executemany(
-            f"INSERT INTO events (topic, {_COLUMNS}, chain) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
-        self._conn.execute(
-            "INSERT INTO topics (topic, last_event_id) VALUES (?, ?) "
-            "ON CONFLICT (topic) DO UPDATE SET last_event_id = excluded.last_event_id",
-            (self._topic, out[-1].event_id),
-        )
+        if not events:
+            return []
+        last, head = self._head()
+        out, rows = build_rows(self._topic, last, head, events)
+        self._conn.executemany(_INSERT, rows)
+        self._conn.execute(_SET_LAST, (self._topic, out[-1].event_id))
+        self._last = out[-1].event_id, rows[-1][-1]
         return out
+
+    def _head(self) -> tuple[int, str | None]:
+        """The last id and its chain link; read once per transaction (the writer holds the
+        lock, so only its own appends move them)."""
+        if self._last is None:
+            row = self._conn.execute(
+                "SELECT t.last_event_id, e.chain FROM topics t LEFT JOIN events e "
+                "ON e.topic = t.topic AND e.event_id = t.last_event_id WHERE t.topic = ?",
+                (self._topic,),
+            ).fetchone()
+            self._last = (int(row[0]), row[1]) if row else (0, None)
+        return self._last
 
     def read(
         self, *, after: int = 0, persona: str | None = None, limit: int | None = None

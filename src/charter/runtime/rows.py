@@ -1,0 +1,105 @@
+"""Building the stored rows of an append: ids, text columns and the hash-chain link.
+
+Both backends store the same row per event: ``(topic, event_id, persona,
+persona_version, actor, kind, occurred_at, payload, chain)`` with ``occurred_at`` in
+RFC 3339 and ``payload`` as compact JSON with sorted keys. The chain link hashes the
+canonical form of :func:`charter.runtime.audit.canonical`; here it is assembled from the
+payload's JSON (encoded once, reused for the stored column) and the already-encoded
+scalar fields, so an append encodes each payload once instead of twice, and never goes
+through a per-event dict or a second model. ``tests/runtime/test_append_rows.py`` checks
+that the result is byte for byte :func:`~charter.runtime.audit.canonical`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from .clock import format_time
+from .events import Event, NewEvent
+
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+if _c_make_encoder is not None:
+    # The C encoder behind ``json.dumps``, made once (``JSONEncoder.encode`` builds a new
+    # one per call). No circular-reference markers: ``NewEvent`` already refused circular
+    # payloads, and a shared markers dict would not be safe across threads.
+    _iterencode = _c_make_encoder(
+        None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",",
+        True, False, True,
+    )  # fmt: skip
+
+    def _dump_payload(payload: dict[str, Any]) -> str:
+        return "".join(_iterencode(payload, 0))
+
+else:  # pragma: no cover - interpreters without the C accelerator
+    _dump_payload = _ENCODER.encode  # type: ignore[assignment]
+
+#: a JSON string literal, as ``json.dumps(..., ensure_ascii=False)`` writes it
+_quote = json.encoder.encode_basestring
+
+Row = tuple[str, int, str, str | None, str, str, str, str, str]
+
+
+def build_rows(
+    topic: str, last_event_id: int, head: str | None, events: Sequence[NewEvent]
+) -> tuple[list[Event], list[Row]]:
+    """The events as appended after ``last_event_id`` (chain head ``head``) and their rows.
+
+    Raises ``TypeError``/``ValueError`` (nothing written yet) when a payload cannot be
+    stored as JSON.
+    """
+    out: list[Event] = []
+    rows: list[Row] = []
+    # the scalar part of the canonical form repeats within a batch: encode it once
+    prefixes: dict[tuple[str, str | None, str, str, datetime], tuple[bytes, str]] = {}
+    previous = (head or "").encode()
+    sha256 = hashlib.sha256
+    event_id = last_event_id
+    for new in events:
+        event_id += 1
+        payload = dict(new.payload)  # the caller's dict stays the caller's
+        body = _dump_payload(payload)
+        at = new.occurred_at
+        key = (new.persona, new.persona_version, new.actor, new.kind, at)
+        found = prefixes.get(key)
+        if found is None:
+            when = format_time(at)
+            version = "null" if new.persona_version is None else _quote(new.persona_version)
+            prefix = (
+                f"{_quote(topic)},{_quote(new.persona)},{version},{_quote(new.actor)},"
+                f'{_quote(new.kind)},"{when}",'
+            )
+            found = prefixes[key] = (prefix.encode(), when)
+        link = sha256(b"%b\n[%d,%b%b]" % (previous, event_id, found[0], body.encode()))
+        text = link.hexdigest()
+        previous = text.encode()
+        out.append(
+            Event(
+                event_id,
+                topic,
+                new.persona,
+                new.kind,
+                at,
+                payload,
+                new.actor,
+                new.persona_version,
+            )
+        )
+        rows.append(
+            (
+                topic,
+                event_id,
+                new.persona,
+                new.persona_version,
+                new.actor,
+                new.kind,
+                found[1],
+                body,
+                text,
+            )
+        )
+    return out, rows
