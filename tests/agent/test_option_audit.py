@@ -71,6 +71,11 @@ SKILLS = skill_registry(
     skill_define("pyfix", description="fix python code", prompt="SKILL-PROMPT", paths=["*.py"])
 )
 SCHEMA = {"type": "object", "required": ["a"]}
+RESUME = WS / "resume"
+RESUME.mkdir()
+(RESUME / "snapshot.json").write_text(
+    '{"version": 1, "messages": [{"role": "user", "content": "FROM-SNAPSHOT"}]}'
+)
 
 
 @dataclass
@@ -107,6 +112,12 @@ _THREAD_TOOLS, _THREADS = _threads()
 _NUDGE_SCRIPT = [tc("look"), "final answer", "final answer", "##DONE##"]
 _PAD = [{"role": "user", "content": "pad " * 500}]
 _COMPACT = {"compact_threshold": 300, "compact_keep_last": 0, "messages": _PAD}
+_IDLE_COMPACT = {
+    "daemon": True,
+    "compact_threshold": 10**6,
+    "compact_keep_last": 0,
+    "messages": _PAD,
+}
 
 PROBES: dict[str, Probe] = {
     "provider": Probe({"provider": MockProvider(["other"])}, lambda r, p: r.text == "other"),
@@ -402,6 +413,37 @@ PROBES: dict[str, Probe] = {
         lambda r, p: r.stop_reason == "max_verify_attempts",
         base={"loop_until_done": True, "verify_completion": lambda s: "no"},
         script=[tc("look"), "a", "b", "c"],
+    ),
+    "daemon": Probe({"daemon": True}, lambda r, p: r.status == "idle"),
+    "persist_path": Probe(
+        {"daemon": True, "persist_path": str(WS / "st" / "daemon"), "idle_watchdog_attempts": 1},
+        lambda r, p: r.to_dict().get("daemon_snapshot_path") is not None,
+        base={"daemon": True, "idle_watchdog_attempts": 1},
+    ),
+    "resume_path": Probe(
+        {"daemon": True, "resume_path": str(RESUME), "idle_watchdog_attempts": 1},
+        lambda r, p: "FROM-SNAPSHOT" in _all_text(p),
+        base={"daemon": True, "idle_watchdog_attempts": 1},
+    ),
+    "wake_interval_ms": Probe(
+        {"daemon": True, "wake_interval_ms": 10, "max_iterations": 3},
+        lambda r, p: "[daemon wake: timer]" in _all_text(p),
+        base={"daemon": True, "max_iterations": 3},
+    ),
+    "watch_paths": Probe(
+        {"daemon": True, "watch_paths": [str(WS / "nope")], "idle_watchdog_attempts": 2},
+        lambda r, p: r.status == "watchdog",
+        base={"daemon": True, "idle_watchdog_attempts": 2},
+    ),
+    "consolidate_on_idle": Probe(
+        {**_IDLE_COMPACT, "consolidate_on_idle": True},
+        lambda r, p: any(e["reason"] == "idle" for e in _events(r, "TranscriptCompacted")),
+        base=dict(_IDLE_COMPACT),
+    ),
+    "idle_watchdog_attempts": Probe(
+        {"daemon": True, "wake_interval_ms": 1000, "idle_watchdog_attempts": 2},
+        lambda r, p: r.status == "watchdog",
+        base={"daemon": True, "wake_interval_ms": 1000, "max_iterations": 2},
     ),
     "output_schema": Probe(
         {"output_schema": SCHEMA},

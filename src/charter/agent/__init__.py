@@ -19,6 +19,15 @@ from .callers import (
     with_rate_limit,
     with_retry,
 )
+from .daemon import (
+    DaemonHandle,
+    DaemonQueueFull,
+    daemon_resume,
+    daemon_snapshot,
+    daemon_spawn,
+    daemon_stop,
+    daemon_trigger,
+)
 from .delegation import Skill, delegate_tool, skill_tool
 from .dispatch import Dispatcher, ToolOutcome
 from .hooks import CombinedHooks, LoopHook
@@ -91,6 +100,13 @@ from .workers import (
 )
 
 __all__ = [
+    "DaemonHandle",
+    "DaemonQueueFull",
+    "daemon_resume",
+    "daemon_snapshot",
+    "daemon_spawn",
+    "daemon_stop",
+    "daemon_trigger",
     "PermissionRequest",
     "SessionStore",
     "agent_session_clear_scratchpad",

@@ -7,6 +7,7 @@ from typing import Any
 
 from .approvals import approvals_hook
 from .compaction import compaction_hook
+from .daemon import daemon_hook
 from .delegation import skill_tool
 from .narrowing import narrowing_hook, progress_hook
 from .options import AgentOptionError
@@ -24,6 +25,9 @@ async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.Asyn
         run.hooks.add(SessionHook(open_store(options.get("session_store")), run.cfg.session_id))
     elif options.get("session_store") is not None:
         raise AgentOptionError("session_store", "needs session_id (which session to keep)")
+    daemon = daemon_hook(options)
+    if daemon is not None:
+        run.hooks.add(daemon)
     compaction = compaction_hook(options, run.cfg.model)
     if compaction is not None:  # before the scratchpad: it recites after compaction
         run.hooks.add(compaction)

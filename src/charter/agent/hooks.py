@@ -10,6 +10,9 @@ the loop holds one :class:`CombinedHooks` and calls only these points:
 - ``before_dispatch(run, iteration, text, calls)``: the model proposed tool calls, none
   has run yet (step judges, stall judges); ``None`` lets them run, or a directive
   ``{action: "replace" | "retain" | "stop", feedback?, stop_reason?}``;
+- ``on_idle(run, iteration)``: a turn would end the loop (daemons); ``None`` lets it
+  end, ``{messages}`` continues it with those user messages, ``{status, stop_reason}``
+  ends it with that status;
 - ``on_finish(run)``: the loop stopped, before the result is assembled (write extras).
 """
 
@@ -33,6 +36,10 @@ class LoopHook:
         self, run: Any, iteration: int, text: str, calls: list[Any]
     ) -> dict[str, Any] | None:
         """Review a turn's tool calls before any runs (``None``: dispatch them)."""
+        return None
+
+    async def on_idle(self, run: Any, iteration: int) -> dict[str, Any] | None:
+        """A turn would end the loop: ``None`` to let it (see the module docstring)."""
         return None
 
     def on_finish(self, run: Any) -> None:
@@ -63,6 +70,13 @@ class CombinedHooks(LoopHook):
             directive = await hook.before_dispatch(run, iteration, text, calls)
             if directive is not None:
                 return directive  # the first objection decides
+        return None
+
+    async def on_idle(self, run: Any, iteration: int) -> dict[str, Any] | None:
+        for hook in self.hooks:
+            outcome = await hook.on_idle(run, iteration)
+            if outcome is not None:
+                return outcome
         return None
 
     def on_finish(self, run: Any) -> None:

@@ -286,6 +286,8 @@ class _Run:
         self.deferred_user_messages: list[dict[str, Any]] = []
         self.system_tail: dict[str, str] = {}  # fragments hooks append to the system prompt
         self.session_store: Any = None
+        self.session_hook: Any = None
+        self.final_status = ""
         self.compaction: Any = None  # the CompactionHook, when compaction is on
         self.scratchpad_refs: Callable[[], set[str]] | None = None  # GC roots (scratchpad)
         self.transcript_extra: dict[str, Any] = {}  # fields hooks add to result.transcript
@@ -665,6 +667,16 @@ class _Run:
             if proposed:
                 gate = await completion_gates(self, iteration)
                 if gate is None:
+                    idle = await self.hooks.on_idle(self, iteration)  # daemons wait here
+                    if idle is not None and idle.get("messages"):
+                        for text_in in idle["messages"]:
+                            self.messages.append({"role": "user", "content": str(text_in)})
+                        nudges = 0
+                        continue
+                    if idle is not None:
+                        status, stop_reason = str(idle["status"]), str(idle["stop_reason"])
+                        self.extras["stop_reason"] = stop_reason
+                        break
                     status, stop_reason = "done", "natural" if not calls else "sentinel"
                     if sentinel_hit:
                         stop_reason = "sentinel"
@@ -1030,6 +1042,7 @@ class _Run:
         self, status: str, error: dict[str, Any] | None, stop_reason: str | None
     ) -> AgentResult:
         cfg = self.cfg
+        self.final_status = status
         self.hooks.on_finish(self)
         self.stats.duration_ms = int((time.perf_counter() - self.started) * 1000)
         if self.sink:

@@ -114,6 +114,13 @@ KNOWN_OPTIONS: dict[str, Any] = {
     "step_judge": None,
     "max_verify_attempts": None,
     "output_schema": None,
+    "daemon": False,
+    "persist_path": None,
+    "resume_path": None,
+    "wake_interval_ms": None,
+    "watch_paths": None,
+    "consolidate_on_idle": False,
+    "idle_watchdog_attempts": None,
 }
 
 TOOL_FORMATS = ("native", "text", "none")

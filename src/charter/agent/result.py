@@ -13,6 +13,8 @@ STATUSES = (
     "provider_error",
     "failed",
     "incomplete",
+    "idle",
+    "watchdog",
 )
 
 

@@ -353,6 +353,7 @@ class SessionHook(LoopHook):
             self.offset = path.stat().st_size if path.exists() else 0
         run.session = self.state
         run.session_store = self.store
+        run.session_hook = self
         run.messages = [*(dict(m) for m in self.state.messages), *run.messages]
         self.written = len(self.state.messages)
         # messages queued before this loop started are delivered with its first turn
@@ -396,6 +397,15 @@ class SessionHook(LoopHook):
                 for item in record.get("ids", []):
                     found.pop(str(item), None)
         return list(found.values())
+
+    def take_deferred(self) -> list[dict[str, Any]]:
+        """Queued human messages not yet delivered, marked delivered (a daemon's wake)."""
+        items = self._tail_deferred()
+        if items and self.store is not None:
+            self.store.append(
+                self.session_id, [{"type": "deferred_delivered", "ids": [i["id"] for i in items]}]
+            )
+        return items
 
     def persist(self) -> None:
         messages = self.run.messages
