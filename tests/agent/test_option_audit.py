@@ -24,6 +24,7 @@ from charter.agent.compaction import compaction_policy
 from charter.agent.options import KNOWN_OPTIONS
 
 from .conftest import tc
+from .wire import WireMock
 
 SERVER = str(Path(__file__).parent / "servers" / "tiny_mcp.py")
 SCRIPT: list[Any] = [tc("look"), "final answer"]
@@ -118,6 +119,22 @@ _IDLE_COMPACT = {
     "compact_keep_last": 0,
     "messages": _PAD,
 }
+
+
+def _gpt5() -> dict[str, Any]:
+    return {"provider": WireMock(SCRIPT, cycle=True), "model": "gpt-5"}
+
+
+def _claude() -> dict[str, Any]:
+    return {
+        "provider": WireMock(SCRIPT, route="anthropic", cycle=True),
+        "model": "claude-sonnet-4-6",
+    }
+
+
+def _beta(p: Any) -> str:
+    return str(p.bodies[0].get("extra_headers", {}).get("anthropic-beta", ""))
+
 
 PROBES: dict[str, Probe] = {
     "provider": Probe({"provider": MockProvider(["other"])}, lambda r, p: r.text == "other"),
@@ -235,6 +252,52 @@ PROBES: dict[str, Probe] = {
     ),
     "max_tokens": Probe(
         {"max_tokens": 77}, lambda r, p: p.requests[0].options.get("max_tokens") == 77
+    ),
+    # reasoning options are checked on the body the real provider would send (WireMock)
+    "thinking": Probe(
+        {**_claude(), "thinking": True},
+        lambda r, p: p.bodies[0].get("thinking", {}).get("type") == "enabled",
+        base=_claude(),
+    ),
+    "reasoning_effort": Probe(
+        {**_gpt5(), "reasoning_effort": "high"},
+        lambda r, p: p.bodies[0].get("reasoning_effort") == "high",
+        base=_gpt5(),
+    ),
+    "interleaved_thinking": Probe(
+        {**_claude(), "thinking": True, "interleaved_thinking": True},
+        lambda r, p: "interleaved-thinking" in _beta(p),
+        base={**_claude(), "thinking": True},
+    ),
+    "anthropic_beta_features": Probe(
+        {**_claude(), "anthropic_beta_features": ["context-1m-2025-08-07"]},
+        lambda r, p: _beta(p) == "context-1m-2025-08-07",
+        base=_claude(),
+    ),
+    "reasoning_policy": Probe(
+        {**_gpt5(), "reasoning_policy": "off"},
+        lambda r, p: p.bodies[0].get("reasoning_effort") == "minimal",
+        base=_gpt5(),
+    ),
+    "thinking_policy": Probe(
+        {**_gpt5(), "thinking_policy": "high"},
+        lambda r, p: p.bodies[0].get("reasoning_effort") == "high",
+        base=_gpt5(),
+    ),
+    "reasoning_scale": Probe(
+        {**_gpt5(), "reasoning_scale": "large"},
+        lambda r, p: p.bodies[0].get("reasoning_effort") == "high",
+        base=_gpt5(),
+    ),
+    "problem_scale": Probe(
+        {**_gpt5(), "problem_scale": "small"},
+        lambda r, p: p.bodies[0].get("reasoning_effort") == "low",
+        base=_gpt5(),
+    ),
+    "reasoning_task": Probe(
+        {**_gpt5(), "reasoning_task": "summarize"},
+        lambda r, p: p.bodies[0].get("reasoning_effort") == "minimal",
+        base=_gpt5(),
     ),
     "context_callback": Probe(
         {"context_callback": lambda ctx: {"system": "SYS2"}}, lambda r, p: _sys0(p) == "SYS2"

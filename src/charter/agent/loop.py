@@ -40,6 +40,7 @@ from .options import (
 from .projection import projections
 from .providers import LlmRequest, LlmResponse, Provider, ProviderError, get_provider
 from .providers.base import ToolCallRequest
+from .reasoning import fold_options as fold_reasoning
 from .result import AgentResult, LlmStats, ToolStats, TurnResult
 from .textmode import (
     DEFAULT_SENTINEL,
@@ -170,7 +171,9 @@ class _Config:
         for key in ("tool_choice", "temperature", "max_tokens"):
             if o.get(key) is not None:
                 llm_options[key] = o[key]
-        self.llm_options = llm_options
+        # thinking / reasoning_effort / reasoning_policy ... ride in llm_options; the
+        # providers lower them (charter.agent.reasoning)
+        self.llm_options = fold_reasoning(o, llm_options)
         self.context_callback = o.get("context_callback") or o.get("context_filter")
         self.post_turn = o.get("post_turn_callback")
         self.verify_completion = o.get("verify_completion")
@@ -594,6 +597,8 @@ class _Run:
                 assistant["tool_calls"] = [
                     {"id": c.id, "name": c.name, "arguments": dict(c.arguments)} for c in calls
                 ]
+            if response.reasoning:  # thinking blocks go back with the turn (Anthropic)
+                assistant["reasoning"] = [dict(b) for b in response.reasoning]
             self.messages.append(assistant)
 
             outcomes: list[ToolOutcome] = []

@@ -71,6 +71,17 @@ KNOWN_OPTIONS: dict[str, Any] = {
     "tool_choice": None,
     "temperature": None,
     "max_tokens": None,
+    # reasoning / thinking (charter.agent.reasoning): folded into llm_options, lowered by
+    # each provider into its own parameters
+    "thinking": None,
+    "reasoning_effort": None,
+    "interleaved_thinking": None,
+    "anthropic_beta_features": None,
+    "reasoning_policy": "auto",
+    "thinking_policy": None,
+    "reasoning_scale": "medium",
+    "problem_scale": None,
+    "reasoning_task": None,
     "context_callback": None,
     "context_filter": None,
     "post_turn_callback": None,

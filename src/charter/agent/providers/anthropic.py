@@ -9,8 +9,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .. import reasoning
 from ._errors import parse_arguments, sdk_error
-from .base import LlmRequest, LlmResponse, ToolCallRequest
+from ._sdk import fit_to_sdk
+from .base import LlmRequest, LlmResponse, ProviderError, ToolCallRequest
 
 
 class AnthropicProvider:
@@ -70,6 +72,10 @@ class AnthropicProvider:
                     },
                 )
                 continue
+            if role == "assistant":
+                for block in m.get("reasoning") or ():
+                    if block.get("type") in ("thinking", "redacted_thinking"):
+                        add(role, dict(block))
             if m.get("content"):
                 add(role, {"type": "text", "text": m["content"]})
             for c in m.get("tool_calls") or []:
@@ -82,9 +88,12 @@ class AnthropicProvider:
                         "input": dict(c["arguments"]),
                     },
                 )
+        model = request.model or self.default_model
+        lowered = reasoning.lower_anthropic(request, model, default_max_tokens=self.max_tokens)
+        options = reasoning.strip(request.options)
         payload: dict[str, Any] = {
-            "model": request.model or self.default_model,
-            "max_tokens": int(request.options.get("max_tokens", self.max_tokens)),
+            "model": model,
+            "max_tokens": int(options.get("max_tokens", self.max_tokens)),
             "messages": messages,
         }
         if request.system:
@@ -101,17 +110,22 @@ class AnthropicProvider:
             choice = request.tool_choice
             if choice in ("auto", "any", "none"):
                 payload["tool_choice"] = {"type": choice}
-        if "temperature" in request.options:
-            payload["temperature"] = request.options["temperature"]
-        # The rest of llm_options (top_p, top_k, thinking, ...) reaches the API in full.
+        if "temperature" in options:
+            payload["temperature"] = options["temperature"]
+        payload.update(lowered.params)  # thinking, and max_tokens above its budget
+        if lowered.headers:
+            payload["extra_headers"] = lowered.headers
+        # The rest of llm_options (top_p, top_k, ...) reaches the API in full.
         extra = {
             k: v
-            for k, v in request.options.items()
-            if k not in payload and k not in ("tool_choice", "stream")
+            for k, v in options.items()
+            if k not in payload and k not in ("tool_choice", "stream", "max_tokens")
         }
         if extra:
             payload["extra_body"] = extra
-        return payload
+        from anthropic.resources.messages import AsyncMessages
+
+        return fit_to_sdk(payload, AsyncMessages.create)
 
     async def complete(self, request: LlmRequest) -> LlmResponse:
         import anthropic
@@ -120,13 +134,22 @@ class AnthropicProvider:
             if self.stream:
                 return await self._stream(request)
             message = await self.client().messages.create(**self.payload(request))
+        except ProviderError:
+            raise  # already classified (an invalid reasoning option)
         except Exception as exc:
             raise sdk_error(exc, self.name, anthropic) from exc
         text: list[str] = []
         calls = []
+        thoughts: list[dict[str, Any]] = []
         for block in message.content or []:
             if block.type == "text":
                 text.append(block.text)
+            elif block.type == "thinking":
+                thoughts.append(
+                    {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+                )
+            elif block.type == "redacted_thinking":
+                thoughts.append({"type": "redacted_thinking", "data": block.data})
             elif block.type == "tool_use":
                 args, err = parse_arguments(block.input)
                 calls.append(ToolCallRequest(block.id, block.name, args, err))
@@ -137,12 +160,14 @@ class AnthropicProvider:
             output_tokens=message.usage.output_tokens or 0,
             finish_reason=message.stop_reason,
             model=message.model,
+            reasoning=tuple(thoughts),
         )
 
     async def _stream(self, request: LlmRequest) -> LlmResponse:
         stream = await self.client().messages.create(**self.payload(request), stream=True)
         text: list[str] = []
         blocks: dict[int, dict[str, Any]] = {}
+        thoughts: dict[int, dict[str, Any]] = {}
         input_tokens = output_tokens = 0
         stop: str | None = None
         model: str | None = None
@@ -156,12 +181,20 @@ class AnthropicProvider:
                 block = event.content_block
                 if block.type == "tool_use":
                     blocks[event.index] = {"id": block.id, "name": block.name, "json": ""}
+                elif block.type == "thinking":
+                    thoughts[event.index] = {"type": "thinking", "thinking": "", "signature": ""}
+                elif block.type == "redacted_thinking":
+                    thoughts[event.index] = {"type": "redacted_thinking", "data": block.data}
             elif kind == "content_block_delta":
                 delta = event.delta
                 if delta.type == "text_delta":
                     text.append(delta.text)
                 elif delta.type == "input_json_delta":
                     blocks[event.index]["json"] += delta.partial_json
+                elif delta.type == "thinking_delta":
+                    thoughts[event.index]["thinking"] += delta.thinking
+                elif delta.type == "signature_delta":
+                    thoughts[event.index]["signature"] += delta.signature
             elif kind == "message_delta":
                 stop = event.delta.stop_reason or stop
                 if event.usage and event.usage.output_tokens is not None:
@@ -171,4 +204,12 @@ class AnthropicProvider:
             b = blocks[index]
             args, err = parse_arguments(b["json"] or "{}")
             calls.append(ToolCallRequest(b["id"], b["name"], args, err))
-        return LlmResponse("".join(text), tuple(calls), input_tokens, output_tokens, stop, model)
+        return LlmResponse(
+            "".join(text),
+            tuple(calls),
+            input_tokens,
+            output_tokens,
+            stop,
+            model,
+            reasoning=tuple(thoughts[i] for i in sorted(thoughts)),
+        )

@@ -23,7 +23,8 @@ class LlmRequest:
     """What the loop asks a provider for. ``messages`` use charter's neutral shape.
 
     Neutral messages: ``{"role": "user"|"assistant"|"tool", "content": str}``; assistant
-    messages may carry ``tool_calls: [{id, name, arguments}]``; tool messages carry
+    messages may carry ``tool_calls: [{id, name, arguments}]`` and ``reasoning`` (the
+    provider blocks of :attr:`LlmResponse.reasoning`); tool messages carry
     ``tool_call_id`` and ``name``.
     """
 
@@ -48,6 +49,10 @@ class LlmResponse:
     finish_reason: str | None = None
     model: str | None = None
     raw: Any = None
+    #: Provider reasoning blocks to send back with this turn (Anthropic ``thinking`` /
+    #: ``redacted_thinking`` blocks, signatures included: the API requires them on the
+    #: assistant turn that precedes a tool result when thinking is on).
+    reasoning: tuple[Mapping[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -11,8 +11,25 @@ import json
 import os
 from typing import Any
 
+from .. import reasoning
 from ._errors import parse_arguments, sdk_error
-from .base import LlmRequest, LlmResponse, ToolCallRequest
+from ._sdk import fit_to_sdk
+from .base import LlmRequest, LlmResponse, ProviderError, ToolCallRequest
+
+
+def _with_switch(system: str | None, switch: str | None) -> str | None:
+    """The system prompt with a Qwen ``/think`` / ``/no_think`` soft switch appended."""
+    if not switch:
+        return system
+    return f"{system}\n\n{switch}" if system else switch
+
+
+def _extra(payload: dict[str, Any], options: dict[str, Any], skip: tuple[str, ...]) -> None:
+    """Everything else in llm_options reaches the API in full (top_p, seed, stop, ...):
+    ``extra_body`` merges it into the JSON body whatever this SDK version's signature is."""
+    extra = {k: v for k, v in options.items() if k not in payload and k not in skip}
+    if extra:
+        payload["extra_body"] = extra
 
 
 class OpenAIProvider:
@@ -62,15 +79,20 @@ class OpenAIProvider:
             if self.stream:
                 return await self._chat_stream(request)
             return await self._chat(request)
+        except ProviderError:
+            raise  # already classified (an invalid reasoning option)
         except Exception as exc:
             raise sdk_error(exc, self.name, openai) from exc
 
     # -- Chat Completions ------------------------------------------------------------
 
     def _chat_payload(self, request: LlmRequest) -> dict[str, Any]:
+        model = request.model or self.default_model
+        lowered = reasoning.lower_openai(request, self.name, model, api="chat")
         messages: list[dict[str, Any]] = []
-        if request.system:
-            messages.append({"role": "system", "content": request.system})
+        system = _with_switch(request.system, lowered.system_suffix)
+        if system:
+            messages.append({"role": "system", "content": system})
         for m in request.messages:
             role = m["role"]
             if role == "tool":
@@ -97,27 +119,22 @@ class OpenAIProvider:
                 )
             else:
                 messages.append({"role": role, "content": m.get("content") or ""})
-        payload: dict[str, Any] = {
-            "model": request.model or self.default_model,
-            "messages": messages,
-        }
+        payload: dict[str, Any] = {"model": model, "messages": messages}
         if request.tools:
             payload["tools"] = [{"type": "function", "function": t} for t in request.tools]
             if request.tool_choice:
                 payload["tool_choice"] = request.tool_choice
-        for key in ("temperature", "max_tokens", "reasoning_effort"):
-            if key in request.options:
-                payload[key] = request.options[key]
-        # Everything else in llm_options reaches the API in full (top_p, seed, stop, ...):
-        # extra_body merges it into the JSON body whatever this SDK version's signature is.
-        extra = {
-            k: v
-            for k, v in request.options.items()
-            if k not in payload and k not in ("tool_choice", "stream", "stream_options")
+        options = {
+            k: v for k, v in reasoning.strip(request.options).items() if k not in lowered.drop
         }
-        if extra:
-            payload["extra_body"] = extra
-        return payload
+        for key in ("temperature", "max_tokens"):
+            if key in options:
+                payload[key] = options[key]
+        payload.update(lowered.params)
+        _extra(payload, options, ("tool_choice", "stream", "stream_options"))
+        from openai.resources.chat.completions import AsyncCompletions
+
+        return fit_to_sdk(payload, AsyncCompletions.create)
 
     async def _chat(self, request: LlmRequest) -> LlmResponse:
         completion = await self.client().chat.completions.create(**self._chat_payload(request))
@@ -174,7 +191,7 @@ class OpenAIProvider:
 
     # -- Responses -------------------------------------------------------------------
 
-    async def _responses(self, request: LlmRequest) -> LlmResponse:
+    def _responses_payload(self, request: LlmRequest) -> dict[str, Any]:
         items: list[dict[str, Any]] = []
         for m in request.messages:
             role = m["role"]
@@ -198,14 +215,30 @@ class OpenAIProvider:
                         "arguments": json.dumps(c["arguments"]),
                     }
                 )
-        payload: dict[str, Any] = {"model": request.model or self.default_model, "input": items}
-        if request.system:
-            payload["instructions"] = request.system
+        model = request.model or self.default_model
+        lowered = reasoning.lower_openai(request, self.name, model, api="responses")
+        payload: dict[str, Any] = {"model": model, "input": items}
+        system = _with_switch(request.system, lowered.system_suffix)
+        if system:
+            payload["instructions"] = system
         if request.tools:
             payload["tools"] = [{"type": "function", **t} for t in request.tools]
             if request.tool_choice:
                 payload["tool_choice"] = request.tool_choice
-        response = await self.client().responses.create(**payload)
+        options = reasoning.strip(request.options)
+        for key in ("temperature", "top_p"):
+            if key in options:
+                payload[key] = options[key]
+        if "max_tokens" in options:  # the Responses API's name for the same limit
+            payload["max_output_tokens"] = options.pop("max_tokens")
+        payload.update(lowered.params)
+        _extra(payload, options, ("tool_choice", "stream"))
+        from openai.resources.responses import AsyncResponses
+
+        return fit_to_sdk(payload, AsyncResponses.create)
+
+    async def _responses(self, request: LlmRequest) -> LlmResponse:
+        response = await self.client().responses.create(**self._responses_payload(request))
         text: list[str] = []
         calls = []
         for item in response.output or []:
