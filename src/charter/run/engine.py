@@ -32,6 +32,8 @@ from charter.runtime import (
     adopt_handoff_policy,
     dispatch_handoff,
     format_time,
+    parse_time,
+    render_status,
     select_route,
 )
 from charter.runtime.budget import spent_in_windows
@@ -115,11 +117,14 @@ def _jsonable(value: Any) -> Any:
 
 def runtime_snapshot(session: Session, name: str, at: datetime, phase: str) -> dict[str, Any]:
     """A ``persona_runtime[]`` entry: lifecycle, budget, handoffs and receipts at ``at``."""
-    status = session.runtime.status(name, now=at).to_dict()
+    return _snapshot(session.runtime.status(name, now=at).to_dict(), phase)
+
+
+def _snapshot(status: dict[str, Any], phase: str) -> dict[str, Any]:
     counters = status["counters"]
     return {
         "phase": phase,
-        "persona": name,
+        "persona": status["name"],
         "version": status["version"],
         "at": status["at"],
         "lifecycle": status["lifecycle"],
@@ -273,8 +278,12 @@ def execute_admitted(
     inbox_item: Mapping[str, Any] | None = None,
     *,
     replay: Mapping[str, Any] | None = None,
+    running: bool = False,
 ) -> RunResult:
     """Run the entry workflow of an admitted (held) run, then finish it in the runtime.
+
+    ``running``: the admission already recorded the run running (a drained queue item,
+    an unparked run), so its first heartbeat is skipped while the lease is fresh.
 
     With ``options.park_approvals`` a call waiting for an approval parks the run (status
     ``parked``, lease released); ``replay`` is a parked run's journal, replayed when it is
@@ -296,7 +305,8 @@ def execute_admitted(
         trigger=envelope.to_dict(),
         receipt_policy=persona.receipt_policy.value,
     )
-    runtime.heartbeat(name, run_id, at=clock())
+    if not (running and _lease_fresh(admission, clock(), runtime.spec(name).lease_ttl_seconds)):
+        runtime.heartbeat(name, run_id, at=clock())
     result.persona_runtime.append(runtime_snapshot(session, name, clock(), "started"))
 
     arm = select_arm(
@@ -429,6 +439,33 @@ def execute_admitted(
             return {"receipt_id": receipt_id, "event_id": event.event_id, **exhausted_payload}
 
         result.budget_stop = runtime.transact(clock(), body)
+    # The run's end and its record (transcripts too) are one transaction: a crash leaves
+    # either both or neither, and a run costs one write fewer.
+    finished: list[RunResult] = []
+
+    def record_with_finish(batch: Batch, receipt: RunReceipt) -> None:
+        finished.clear()
+        receipts.pending_ids.clear()
+        try:
+            final = dataclasses.replace(
+                result, persona_runtime=list(result.persona_runtime), warnings=list(result.warnings)
+            )
+            final.finish = receipt.to_dict()
+            _conclude(final, status, error, control, receipts, budget)
+            state = render_status(batch.state(name), runtime.spec(name), batch.at)
+            final.persona_runtime.append(_snapshot(state.to_dict(), "finished"))
+            events: list[tuple[str, dict[str, Any]]] = []
+            if control.transcripts:
+                events.append((RunKind.RUN_TRANSCRIPT, {"agents": control.transcripts}))
+            events.append((RunKind.RUN_RECORDED, {"record": final.record()}))
+            for _kind, payload in events:
+                json.dumps(payload)  # emit nothing unless everything can be stored
+        except Exception:  # the record is written on its own after the finish (below)
+            return
+        for kind, payload in events:
+            receipts.emit(batch, kind, payload)
+        finished.append(final)
+
     try:
         finish = runtime.finish_run(
             name,
@@ -437,15 +474,54 @@ def execute_admitted(
             cost_usd=budget.run_usd,
             tokens=budget.run_tokens,
             error=None if status == "completed" else (error or status),
+            also=record_with_finish,
         )
         result.finish = finish.to_dict()
     except RunError as exc:  # pragma: no cover - defensive
+        finished.clear()
         result.warnings.append(str(exc))
     except Exception as exc:  # lease expired meanwhile, unknown run
+        finished.clear()
         result.warnings.append(f"could not finish run {run_id}: {exc}")
         if status == "completed":
             status, error = "failed", str(exc)
 
+    if finished:
+        result = finished[0]
+        receipts.committed()
+        recorded = True
+    else:
+        _conclude(result, status, error, control, receipts, budget)
+        result.persona_runtime.append(runtime_snapshot(session, name, clock(), "finished"))
+        if control.transcripts:
+            try:
+                receipts.mechanism(RunKind.RUN_TRANSCRIPT, {"agents": control.transcripts})
+            except ReceiptError as exc:
+                result.warnings.append(str(exc))
+        try:
+            receipts.mechanism(RunKind.RUN_RECORDED, {"record": result.record()})
+            recorded = True
+        except ReceiptError as exc:
+            result.warnings.append(str(exc))
+            recorded = False
+    if recorded:
+        demoted = promotion.check_demotion(runtime, persona, clock())
+        if demoted is not None:
+            result.warnings.append(
+                f"{name} demoted from {demoted['from']} to {demoted['to']}: {demoted['reason']}"
+            )
+    return result
+
+
+def _conclude(
+    result: RunResult,
+    status: str,
+    error: str | None,
+    control: RunControl,
+    receipts: ReceiptLog,
+    budget: LiveBudget,
+) -> None:
+    """What the run did, into its result (before the record is taken of it)."""
     result.status = status
     result.error = error
     result.tool_calls = _jsonable(control.tool_calls)
@@ -456,23 +532,6 @@ def execute_admitted(
     result.receipts = _jsonable(receipts.receipts)
     result.budget = budget.to_dict()
     result.warnings.extend(budget.warnings + receipts.warnings)
-    result.persona_runtime.append(runtime_snapshot(session, name, clock(), "finished"))
-    if control.transcripts:
-        try:
-            receipts.mechanism(RunKind.RUN_TRANSCRIPT, {"agents": control.transcripts})
-        except ReceiptError as exc:
-            result.warnings.append(str(exc))
-    try:
-        receipts.mechanism(RunKind.RUN_RECORDED, {"record": result.record()})
-    except ReceiptError as exc:
-        result.warnings.append(str(exc))
-    else:
-        demoted = promotion.check_demotion(runtime, persona, clock())
-        if demoted is not None:
-            result.warnings.append(
-                f"{name} demoted from {demoted['from']} to {demoted['to']}: {demoted['reason']}"
-            )
-    return result
 
 
 def _park(
@@ -534,9 +593,20 @@ def resume_parked_in_session(session: Session, name: str) -> list[RunResult]:
                 envelope,
                 data.get("inbox_item"),
                 replay=data.get("journal") or {},
+                running=True,  # RUN_UNPARKED marks it running, under a fresh lease
             )
         )
     return results
+
+
+def _lease_fresh(admission: RunReceipt, now: datetime, ttl: float) -> bool:
+    """Whether less than a heartbeat interval (a third of the TTL, as ``durable_wait``
+    renews) has passed since the lease was taken (a drain admits each item at its own
+    start time, so a later item's lease may be old by the time it runs)."""
+    if admission.lease is None:
+        return False
+    remaining = (parse_time(admission.lease.expires_at) - now).total_seconds()
+    return remaining >= ttl * 2 / 3
 
 
 def _heartbeat(runtime: Any, name: str, run_id: str, at: datetime) -> None:
@@ -774,8 +844,6 @@ def resume_in_session(session: Session, name: str) -> ResumeResult:
 
 def drain_in_session(session: Session, name: str) -> list[RunResult]:
     """Run the work queued at ``max_concurrency`` while leases are free (FIFO)."""
-    if not session.runtime.state(name).queue:
-        return []
     runs: list[RunResult] = []
     at = session.options.clock()()
     session.runtime.drain(name, at=at, execute=_queue_executor(session, name, at, runs))
@@ -809,7 +877,8 @@ def _queue_executor(
             dict(item.get("metadata") or {}),
             item.get("body"),
         )
-        result = execute_admitted(session, persona, receipt, envelope)
+        # drain/resume admitted it running (see PersonaRuntime._drain_one)
+        result = execute_admitted(session, persona, receipt, envelope, running=True)
         runs.append(result)
         fin = result.finish or {}
         return dataclasses.replace(

@@ -43,6 +43,7 @@ class ReceiptLog:
         self.receipts: list[dict[str, Any]] = []
         self.warnings: list[str] = []
         self.event_ids: list[int] = []
+        self.pending_ids: list[int] = []
 
     def receipt(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
         """Write a receipt (a ``receipt_id`` is assigned); ``None`` when not written."""
@@ -66,20 +67,31 @@ class ReceiptLog:
         except (EventLogError, sqlite3.Error, OSError) as exc:
             raise ReceiptError(f"could not write {kind}: {exc}") from exc
 
-    def _append(self, kind: str, payload: dict[str, Any], *, receipt: bool) -> dict[str, Any]:
-        def body(batch: Batch) -> dict[str, Any]:
-            full: dict[str, Any] = {"run_id": self.run_id, **payload}
-            if receipt:
-                full["receipt_id"] = batch.new_id("receipt")
-            event = batch.emit(self.persona, kind, full)
-            return {
-                "kind": kind,
-                "event_id": event.event_id,
-                "at": format_time(batch.at),
-                **full,
-            }
+    def emit(self, batch: Batch, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """A mechanism event inside ``batch``, another write's transaction (the run's
+        record goes with its finish). Its id is kept once that transaction commits."""
+        entry = self._emit(batch, kind, payload, receipt=False)
+        self.pending_ids.append(int(entry["event_id"]))
+        return entry
 
-        entry = self.runtime.transact(self.clock(), body)
+    def committed(self) -> None:
+        """The transaction :meth:`emit` wrote into has committed."""
+        self.event_ids.extend(self.pending_ids)
+        self.pending_ids.clear()
+
+    def _emit(
+        self, batch: Batch, kind: str, payload: dict[str, Any], *, receipt: bool
+    ) -> dict[str, Any]:
+        full: dict[str, Any] = {"run_id": self.run_id, **payload}
+        if receipt:
+            full["receipt_id"] = batch.new_id("receipt")
+        event = batch.emit(self.persona, kind, full)
+        return {"kind": kind, "event_id": event.event_id, "at": format_time(batch.at), **full}
+
+    def _append(self, kind: str, payload: dict[str, Any], *, receipt: bool) -> dict[str, Any]:
+        entry = self.runtime.transact(
+            self.clock(), lambda batch: self._emit(batch, kind, payload, receipt=receipt)
+        )
         self.event_ids.append(int(entry["event_id"]))
         return entry
 

@@ -332,6 +332,7 @@ class PersonaRuntime:
         error: str | None,
         from_queue: bool,
         defer: bool = False,
+        running: bool = False,
     ) -> RunReceipt:
         spec = self.spec(name)
         first = batch.next_id
@@ -468,6 +469,10 @@ class PersonaRuntime:
             Kind.RUN_STARTED,
             {**base, "run_id": run_id, "lease_id": lease_id, "budget_receipt_id": budget_id},
         )
+        if hold and running:
+            # the caller starts the workflow at once: what its first heartbeat would have
+            # recorded, in the admission's transaction (one write fewer per run)
+            batch.emit(name, Kind.RUN_RUNNING, {"run_id": run_id})
         if hold:
             return self._receipt(
                 batch,
@@ -651,8 +656,13 @@ class PersonaRuntime:
         cost_usd: float = 0.0,
         tokens: int = 0,
         error: str | None = None,
+        also: Callable[[Batch, RunReceipt], None] | None = None,
     ) -> RunReceipt:
-        """Complete (or fail) a held run, charging its actual cost and releasing its lease."""
+        """Complete (or fail) a held run, charging its actual cost and releasing its lease.
+
+        ``also(batch, receipt)`` runs inside the same transaction after the run's end is
+        emitted and may emit more (the run's record): they commit together or not at all.
+        """
         self.spec(name)
 
         def body(batch: Batch) -> RunReceipt:
@@ -667,7 +677,7 @@ class PersonaRuntime:
                 batch, name, run_id, run["lease_id"], run["work_key"], cost_usd, tokens, error
             )
             item = WorkItem(run["work_key"], run.get("source") or "schedule", cost_usd, tokens)
-            return self._receipt(
+            receipt = self._receipt(
                 batch,
                 name,
                 ReceiptStatus.FAILED if error else ReceiptStatus.COMPLETED,
@@ -677,6 +687,9 @@ class PersonaRuntime:
                 lease=_lease_info(lease),
                 error=error,
             )
+            if also is not None:
+                also(batch, receipt)
+            return receipt
 
         return self._commit_or_raise(at, body)
 
@@ -880,6 +893,8 @@ class PersonaRuntime:
         self.spec(name)
         done: list[RunReceipt] = []
         while limit is None or len(done) < limit:
+            if self._nothing_to_drain(name, ensure_utc(at)):
+                break  # a read said so: no write transaction (and no lock) for nothing
             head: list[dict[str, Any]] = []
 
             def one(batch: Batch, head: list[dict[str, Any]] = head) -> RunReceipt | None:
@@ -902,9 +917,23 @@ class PersonaRuntime:
                 break
         return done
 
+    def _nothing_to_drain(self, name: str, at: datetime) -> bool:
+        """Whether a drain transaction at ``at`` would write nothing: no expired lease to
+        recover and no queued item that could start (inactive, empty queue, or every
+        slot held). Read without the write lock: work queued after this read wakes a
+        worker of its own (serve's watcher), as it would after an empty transaction."""
+        state = self.state(name)
+        if any(parse_time(lease["expires_at"]) <= at for lease in state.leases.values()):
+            return False
+        if state.control != "active" or not state.queue:
+            return True
+        return len(live_leases(state, at)) >= self.spec(name).max_concurrency
+
     def _drain_one(
         self, batch: Batch, name: str, queued: dict[str, Any], *, hold: bool = False
     ) -> RunReceipt | None:
+        """Admit the queued item; held (``hold``: the caller's ``execute`` runs it now)
+        the run is recorded running with its admission."""
         state = batch.state(name)
         if state.control not in ("draining", "active"):
             return None  # paused or disabled again meanwhile
@@ -920,8 +949,7 @@ class PersonaRuntime:
             dict(queued.get("metadata") or {}),
             body=queued.get("body"),
         )
-        receipt = self._submit(batch, name, item, hold, None, True)
-        return receipt
+        return self._submit(batch, name, item, hold, None, True, running=hold)
 
     # -- inbox -------------------------------------------------------------
 

@@ -20,7 +20,7 @@ def load_state(txn: LogTransaction, persona: str) -> tuple[PersonaState, int]:
     """The persona's state as of the transaction, and how many tail events were folded."""
     snapshot = txn.load_snapshot(persona)
     if snapshot is not None and snapshot.version == PROJECTION_VERSION:
-        state = PersonaState.from_dict(snapshot.state)
+        state = PersonaState.adopt(snapshot.state)  # decoded for us alone: no copy
         after = snapshot.event_id
     else:
         state, after = PersonaState(persona), 0
@@ -38,7 +38,8 @@ def load_state(txn: LogTransaction, persona: str) -> tuple[PersonaState, int]:
 def save_state(txn: LogTransaction, state: PersonaState) -> None:
     """Store ``state`` as the snapshot at the topic's current last event id."""
     txn.save_snapshot(
-        Snapshot(state.persona, txn.last_event_id(), PROJECTION_VERSION, state.to_dict())
+        # serialised by save_snapshot before anything can change it: no deep copy
+        Snapshot(state.persona, txn.last_event_id(), PROJECTION_VERSION, state.shallow_dict())
     )
 
 

@@ -62,6 +62,16 @@ class PersonaState:
     def from_dict(cls, data: dict[str, Any]) -> PersonaState:
         return cls(**copy.deepcopy(data))
 
+    @classmethod
+    def adopt(cls, data: dict[str, Any]) -> PersonaState:
+        """Like :meth:`from_dict` without the deep copy, for ``data`` no one else holds
+        (a snapshot just decoded from the store)."""
+        return cls(**data)
+
+    def shallow_dict(self) -> dict[str, Any]:
+        """The fields without a deep copy, for serialising at once (saving a snapshot)."""
+        return dict(self.__dict__)
+
     def copy(self) -> PersonaState:
         return PersonaState.from_dict(self.to_dict())
 
