@@ -277,6 +277,11 @@ def test_thinking_conflicts_fail_before_any_request() -> None:
     )
     assert requests == [] and result.error is not None
     assert "max_tokens (2000) must exceed thinking.budget_tokens (16384)" in result.error["message"]
+    result, requests = anthropic_request(
+        "claude-sonnet-4-6", thinking=True, tool_choice="any", tools=[Recorder().tool("look")]
+    )
+    assert requests == [] and result.error is not None
+    assert "tool_choice auto or none" in result.error["message"]
     result, requests = anthropic_request("claude-sonnet-4-6", thinking=True, temperature=1)
     assert len(requests) == 1 and result.status == "done"
     assert requests[0]["json"]["temperature"] == 1
@@ -479,6 +484,24 @@ def test_bad_reasoning_options_name_the_field(options: dict[str, Any], field: st
     with pytest.raises(AgentOptionError, match=f"option '{field}'"):
         agent_loop("x", provider=provider, **options)
     assert provider.requests == []
+
+
+def test_next_turn_llm_options_can_change_the_reasoning(rec: Recorder) -> None:
+    def post_turn(turn: Any) -> dict[str, Any]:
+        return {"llm_options": {"thinking_policy": "off"}}
+
+    body_replies = [chat(None, ("c1", "look")), chat()]
+    with fake_server(body_replies) as srv:
+        provider = get_provider("openai", base_url=srv.url + "/v1", api_key="k")
+        agent_loop(
+            "x",
+            provider=provider,
+            model="gpt-5",
+            tools=[rec.tool("look")],
+            post_turn_callback=post_turn,
+        )
+    efforts = [r["json"]["reasoning_effort"] for r in srv.requests]
+    assert efforts == ["medium", "minimal"]
 
 
 def test_a_bad_next_turn_option_fails_the_turn_without_a_request() -> None:

@@ -14,6 +14,7 @@ when neither is set.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -211,12 +212,14 @@ def _name(model: str | None) -> str:
     return (model or "").lower().rsplit("/", 1)[-1]
 
 
+@functools.lru_cache(maxsize=512)
 def _gpt5_minor(model: str | None) -> int | None:
     """``gpt-5`` -> 0, ``gpt-5.2-codex`` -> 2, anything else -> None."""
     match = re.match(r"gpt-5(?:\.(\d+))?(?![\d.])", _name(model))
     return int(match.group(1) or 0) if match else None
 
 
+@functools.lru_cache(maxsize=512)
 def openai_reasoning_model(model: str | None) -> bool:
     """o-series and GPT-5 routes (not ``gpt-5-chat``), which take ``reasoning_effort``."""
     name = _name(model)
@@ -225,6 +228,7 @@ def openai_reasoning_model(model: str | None) -> bool:
     return bool(re.match(r"o\d(?![\d])", name)) or name.startswith("codex-mini")
 
 
+@functools.lru_cache(maxsize=512)
 def openai_floor(model: str | None) -> str:
     """The lowest effort a reasoning model accepts: ``none`` on GPT-5.1+, ``minimal`` on
     GPT-5, ``low`` on the o-series."""
@@ -247,15 +251,18 @@ def fit_openai_effort(level: str, model: str | None) -> str:
     return level
 
 
+@functools.lru_cache(maxsize=512)
 def anthropic_thinking_model(model: str | None) -> bool:
     """Claude models with extended thinking (3.7 and the 4 family)."""
     return bool(re.match(r"claude-(?:3-7|(?:opus|sonnet|haiku)-4|4)", _name(model)))
 
 
+@functools.lru_cache(maxsize=512)
 def _opus_46_plus(model: str | None) -> bool:
     return bool(re.match(r"claude-opus-4-[6-9]", _name(model)))
 
 
+@functools.lru_cache(maxsize=512)
 def anthropic_adaptive_model(model: str | None) -> bool:
     """Claude models where manual ``enabled`` thinking is deprecated in favour of
     ``adaptive`` (the SDK warns for these), with depth set by ``output_config.effort``."""
@@ -287,7 +294,10 @@ def _shift(level: str, scale: str) -> str:
 
 def resolve(request: LlmRequest, provider_name: str, model: str | None) -> Thinking | None:
     """The thinking choice for one request: the caller's, else the policy's."""
-    options = request.options
+    options = dict(request.options)
+    for alias, key in ALIASES.items():  # aliases may also arrive as next-turn llm_options
+        if options.get(key) is None and options.get(alias) is not None:
+            options[key] = options[alias]
     caller = parse_thinking(options.get("thinking"), options.get("reasoning_effort"))
     if caller is not None:
         return caller
@@ -314,9 +324,9 @@ def resolve(request: LlmRequest, provider_name: str, model: str | None) -> Think
 
 def _checked_resolve(request: LlmRequest, provider_name: str, model: str | None) -> Thinking | None:
     try:
-        for key in REASONING_KEYS:
+        for key in (*REASONING_KEYS, *ALIASES):
             if request.options.get(key) is not None:
-                validate(key, request.options[key])
+                validate(ALIASES.get(key, key), request.options[key])
         return resolve(request, provider_name, model)
     except AgentOptionError as exc:
         raise ProviderError(
@@ -425,7 +435,7 @@ def lower_anthropic(request: LlmRequest, model: str | None, *, default_max_token
     if wire is not None:
         out.params["thinking"] = wire
         if wire.get("type") in ("enabled", "adaptive"):
-            _anthropic_constraints(options, wire, default_max_tokens, out)
+            _anthropic_constraints(request, wire, default_max_tokens, out)
     betas = (
         _betas(options["anthropic_beta_features"])
         if options.get("anthropic_beta_features") is not None
@@ -449,9 +459,20 @@ def lower_anthropic(request: LlmRequest, model: str | None, *, default_max_token
 
 
 def _anthropic_constraints(
-    options: Mapping[str, Any], wire: Mapping[str, Any], default_max: int, out: Lowered
+    request: LlmRequest, wire: Mapping[str, Any], default_max: int, out: Lowered
 ) -> None:
     """The API's rules for thinking, checked here so the error names the option."""
+    options = request.options
+    if request.tools and request.tool_choice not in (None, "auto", "none"):
+        raise ProviderError(
+            f"anthropic: extended thinking allows tool_choice auto or none only "
+            f"(got {request.tool_choice!r}); drop tool_choice or thinking",
+            category="client",
+            reason="invalid_option",
+            kind="AgentOptionError",
+            retryable=False,
+            provider="anthropic",
+        )
     temperature = options.get("temperature")
     if temperature is not None and temperature != 1:
         raise ProviderError(
