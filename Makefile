@@ -84,11 +84,12 @@ browser:
 	echo "browser: installing Debian's chromium"; \
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 
-# bubblewrap (and socat, the sandbox network proxy's bridge) for charter.sandbox and the bash
+# bubblewrap (and socat, the sandbox network proxy's bridge without a C compiler; gcc builds the
+# Landlock helper, which also bridges) for charter.sandbox and the bash
 # tool's tests, strace for the policy-vs-execve property test, docker-compose to validate
 # deploy/compose.yaml. Installed with apt-get when missing and running as root; otherwise an
 # error under CI=true, a notice (tests skip) elsewhere.
-SANDBOX_TOOLS := bwrap:bubblewrap socat:socat strace:strace docker-compose:docker-compose
+SANDBOX_TOOLS := bwrap:bubblewrap socat:socat strace:strace docker-compose:docker-compose cc:gcc
 
 sandbox-tools:
 	@missing=""; for pair in $(SANDBOX_TOOLS); do \

@@ -72,3 +72,16 @@ def workspace(tmp_path: Path) -> Path:
     (ws / "notes.txt").write_text("public notes\n")
     (ws / "deploy.pem").write_text("PRIVATE KEY\n")
     return ws
+
+
+@pytest.fixture
+def no_helper(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No Landlock helper (as without a C compiler): bubblewrap alone, socat or Python
+    bridging the proxy."""
+    from charter.sandbox import landlock
+
+    monkeypatch.setenv("CHARTER_LANDLOCK", "off")
+    landlock.build_helper(refresh=True)
+    yield
+    monkeypatch.undo()
+    landlock.build_helper(refresh=True)

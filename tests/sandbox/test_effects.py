@@ -230,8 +230,15 @@ def test_symlink_to_a_denied_file_outside_the_workspace(workspace: Path) -> None
         assert "KEYMATERIAL" not in hostile["stdout"]
         (elsewhere / "fine.txt").write_text("fine\n")
         (workspace / "link.txt").symlink_to(elsewhere / "fine.txt")
-        twin = run_bash(workspace, "cat link.txt")
+        # The target's tree must be readable under the policy's read allow-list (Landlock
+        # enforces it); the denied name stays masked there too.
+        allowed = {**POLICY, "paths": {**POLICY["paths"], "allow": ["./**", f"{elsewhere}/**"]}}
+        hostile = run_bash(workspace, "cat innocent.txt", allowed)
+        assert "KEYMATERIAL" not in hostile["stdout"]
+        twin = run_bash(workspace, "cat link.txt", allowed)
         assert twin["stdout"] == "fine\n"
+        outside = run_bash(workspace, "cat link.txt")  # not under the allow-list
+        assert outside["stdout"] == "" and "link.txt" in outside["sandbox"]["refused_paths"]
     finally:
         shutil.rmtree(elsewhere)
 
@@ -283,16 +290,18 @@ def test_bundled_bwrap_from_the_wheel_enforces_the_same(
     assert twin["stdout"] == "public notes\n"
 
 
-def test_proxy_without_socat_bridges_with_python(
-    workspace: Path, server: Server, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("socat", [True, False], ids=["socat", "python"])
+def test_proxy_without_the_helper_bridges_with_socat_or_python(
+    workspace: Path, server: Server, monkeypatch: pytest.MonkeyPatch, no_helper: None, socat: bool
 ) -> None:
     import shutil as real_shutil
 
     which = real_shutil.which
-    monkeypatch.setattr(
-        "charter.sandbox.bwrap.shutil.which",
-        lambda name, *a, **k: None if name == "socat" else which(name, *a, **k),
-    )
+    if not socat:
+        monkeypatch.setattr(
+            "charter.sandbox.bwrap.shutil.which",
+            lambda name, *a, **k: None if name == "socat" else which(name, *a, **k),
+        )
     policy = {**POLICY, "network": {"allow": ["127.0.0.1"]}}
     twin = run_bash(workspace, f"curl -s -m 5 http://127.0.0.1:{server.port}/py", policy)
     assert twin["stdout"] == "hello from 127.0.0.1\n", twin

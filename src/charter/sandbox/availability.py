@@ -38,6 +38,7 @@ class Availability:
         }
 
 
+@lru_cache(maxsize=1)
 def landlock_abi() -> int | None:
     """The kernel's Landlock ABI version, or None (not Linux, not built in, or disabled)."""
     if platform.system() != "Linux":
@@ -117,6 +118,7 @@ def available(*, refresh: bool = False) -> Availability:
     """Probe bubblewrap (a real sandboxed ``/bin/true``), socat and Landlock; cached."""
     if refresh:
         _probe.cache_clear()
+        landlock_abi.cache_clear()
     reasons: list[str] = []
     if platform.system() != "Linux":
         return Availability(False, None, None, False, None, ("OS sandboxing needs Linux",))
@@ -135,7 +137,29 @@ def available(*, refresh: bool = False) -> Availability:
 
 def diagnostics() -> list[dict[str, Any]]:
     """``charter doctor`` rows (``check``, ``status``, ``detail``) for sandboxing."""
+    from .landlock import NET_ABI, build_helper  # compiles on first use
+
     info = available()
+    helper = build_helper()
+    if helper.path:
+        bridge = "charter's helper"
+    elif shutil.which("socat"):
+        bridge = "socat"
+    else:
+        bridge = "Python (install a C compiler or socat: faster start)"
+    if info.landlock_abi and helper.path:
+        landlock = {
+            "status": "ok",
+            "detail": f"kernel Landlock ABI {info.landlock_abi}, applied inside bubblewrap by "
+            f"{helper.path}: writes, reads under a read allow-list"
+            + (", TCP when the network is restricted" if info.landlock_abi >= NET_ABI else ""),
+        }
+    else:
+        why = helper.reason if info.landlock_abi else "not available in this kernel"
+        landlock = {
+            "status": "warn",
+            "detail": f"not applied ({why}); bubblewrap alone enforces the sandbox",
+        }
     rows: list[dict[str, Any]] = [
         {
             "check": "bubblewrap",
@@ -148,19 +172,10 @@ def diagnostics() -> list[dict[str, Any]]:
         {
             "check": "sandbox network proxy",
             "status": "ok" if info.proxy_ok else "warn",
-            "detail": (
-                "network.allow domains go through charter's proxy, bridged by "
-                + ("socat" if shutil.which("socat") else "Python (install socat: faster start)")
-            )
+            "detail": ("network.allow domains go through charter's proxy, bridged by " + bridge)
             if info.proxy_ok
             else "unavailable: " + "; ".join(info.reasons),
         },
-        {
-            "check": "landlock",
-            "status": "ok" if info.landlock_abi else "warn",
-            "detail": f"kernel Landlock ABI {info.landlock_abi}"
-            if info.landlock_abi
-            else "not available in this kernel",
-        },
+        {"check": "landlock", **landlock},
     ]
     return rows

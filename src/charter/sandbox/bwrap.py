@@ -7,6 +7,7 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 
+from .landlock import bridge_args, landlock_args
 from .profile import NetworkMode, SandboxProfile
 
 #: Port the in-sandbox bridge listens on (loopback of the sandbox's own network namespace).
@@ -146,6 +147,8 @@ def bwrap_argv(
     new_session: bool = True,
     bwrap: str | None = None,
     binds: Sequence[tuple[str, str]] = (),
+    helper: str | None = None,
+    landlock_abi: int | None = None,
 ) -> list[str]:
     """The full argv running ``command`` under ``profile``.
 
@@ -154,6 +157,10 @@ def bwrap_argv(
     :class:`charter.sandbox.NetworkProxy`) is required when the profile's network mode is
     ``PROXY``. ``new_session=False`` keeps the controlling terminal, for an interactive
     CLI; a one-shot shell keeps the default (no TIOCSTI into the caller's terminal).
+
+    ``helper`` is the compiled ``landlock_exec`` (:func:`charter.sandbox.landlock.build_helper`):
+    when given, it bridges the proxy port (instead of socat) and, with ``landlock_abi``,
+    applies the profile's Landlock rules just before ``command`` runs.
     """
     binary = bwrap or bwrap_path()
     if binary is None:
@@ -174,6 +181,10 @@ def bwrap_argv(
         private += [d for d in _RUN_DIRS if os.path.isdir(d) and not os.path.islink(d)]
     for directory in private:
         argv += ["--tmpfs", directory]
+    if helper and any(_under(helper, m) for m in profile.masked_dirs):
+        helper = None  # hidden by a mask: bubblewrap alone, as without a compiler
+    if helper and any(_under(helper, d) for d in private):
+        argv += ["--ro-bind", helper, helper]
     for keep in dict.fromkeys((workdir, profile.workspace)):
         if any(_under(keep, d) for d in private) and not any(
             _under(keep, w) for w in profile.writable
@@ -201,10 +212,22 @@ def bwrap_argv(
     if new_session:
         argv.append("--new-session")
     argv.append("--clearenv")
-    for key, value in (env if env is not None else sandbox_env(profile)).items():
+    inside = env if env is not None else sandbox_env(profile)
+    for key, value in inside.items():
         argv += ["--setenv", key, value]
     argv += ["--chdir", workdir, "--"]
-    if proxy_socket and profile.network is NetworkMode.PROXY:
-        argv += bridge_argv(proxy_socket)
+    proxied = bool(proxy_socket) and profile.network is NetworkMode.PROXY
+    if helper:
+        argv.append(helper)
+        if proxied:
+            argv += bridge_args(str(proxy_socket))
+        if landlock_abi:
+            extra_read = [target for _, target in binds]
+            argv += landlock_args(
+                profile, landlock_abi, env=inside, private_dirs=private, extra_read=extra_read
+            )
+        argv.append("--")
+    elif proxied:
+        argv += bridge_argv(str(proxy_socket))
     argv += list(command)
     return argv

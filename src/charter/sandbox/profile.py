@@ -66,7 +66,10 @@ class SandboxProfile:
     """What a sandboxed process may see, write and reach.
 
     ``writable`` are absolute, symlink-free roots mounted read-write (``("/",)`` when the
-    policy does not restrict writes); everything else is read-only. ``masked_dirs`` and
+    policy does not restrict writes); everything else is read-only. ``readable`` are the
+    roots the policy lets be read (``("/",)`` when it does not restrict reads); only
+    Landlock can enforce them (a mount cannot hide all but a few trees cheaply), on top
+    of the system directories programs need. ``masked_dirs`` and
     ``masked_files`` exist on the host and are replaced by an empty read-only directory
     or an empty file. ``readonly`` are paths under a writable root that stay read-only
     (write-only denies). ``scan_complete`` is False when the tree holding the workspace
@@ -76,6 +79,7 @@ class SandboxProfile:
     workspace: str
     home: str
     writable: tuple[str, ...]
+    readable: tuple[str, ...] = ("/",)
     masked_dirs: tuple[str, ...] = ()
     masked_files: tuple[str, ...] = ()
     readonly: tuple[str, ...] = ()
@@ -118,7 +122,8 @@ def _minimal(roots: Iterable[str]) -> tuple[str, ...]:
 
 
 def writable_roots(rules: Rules, ctx: PathContext) -> tuple[str, ...]:
-    """Roots a ``write`` allow-list conjunction permits (``("/",)`` when unrestricted)."""
+    """Roots an allow-list conjunction permits (``("/",)`` when unrestricted): for the
+    ``write`` rules, the writable roots; for the ``read`` rules, the readable ones."""
     if not rules.allow:
         return ("/",)
     groups = [_roots(group, ctx) for group in rules.allow]
@@ -157,9 +162,13 @@ def build_profile(
     read_deny = _deny_patterns(policy, "read")
     write_deny = _deny_patterns(policy, "write")
     writable = writable_roots(policy.paths.for_access("write"), ctx)
-    if writable != ("/",) and extra_writable:
-        extra = (os.path.realpath(os.path.expanduser(p)) for p in extra_writable)
-        writable = _minimal([*writable, *(p for p in extra if os.path.exists(p))])
+    readable = writable_roots(policy.paths.for_access("read"), ctx)
+    extra = [os.path.realpath(os.path.expanduser(p)) for p in extra_writable]
+    extra = [p for p in extra if os.path.exists(p)]
+    if writable != ("/",) and extra:
+        writable = _minimal([*writable, *extra])
+    if readable != ("/",) and extra:  # what the caller needs written, it needs read
+        readable = _minimal([*readable, *extra])
     reasons: list[str] = []
 
     masked: set[str] = set()
@@ -196,6 +205,7 @@ def build_profile(
         workspace=ctx.workspace,
         home=ctx.home,
         writable=writable,
+        readable=readable,
         masked_dirs=dirs,
         masked_files=files,
         readonly=ro,

@@ -26,7 +26,10 @@ class SandboxReceipt:
 
     ``refused_hosts`` are known exactly (the proxy saw them); ``refused_paths`` are what
     the process reported as read-only or missing under a masked or read-only mount
-    (best effort: read from its stderr); ``network`` is the profile's network mode.
+    (best effort: read from its stderr; with Landlock restricting reads, also what it
+    reported as permission denied); ``network`` is the profile's network mode;
+    ``landlock`` what Landlock enforced on top of bubblewrap (``reads``, ``writes``,
+    ``tcp``; empty when it was not applied, and ``notes`` says why).
     """
 
     mechanism: str
@@ -35,6 +38,7 @@ class SandboxReceipt:
     refused_hosts: tuple[HostRefusal, ...] = ()
     refused_paths: tuple[str, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    landlock: tuple[str, ...] = ()
 
     @property
     def stopped_something(self) -> bool:
@@ -49,6 +53,7 @@ class SandboxReceipt:
             "refused_hosts": [h.to_dict() for h in self.refused_hosts],
             "refused_paths": list(self.refused_paths),
             "notes": list(self.notes),
+            "landlock": list(self.landlock),
         }
 
 
@@ -86,9 +91,17 @@ _EROFS = re.compile(r"(?:^|[\s'`\"])(/[^\s'`\":]+|[^\s'`\":]+)['`\"]?: Read-only
 _EROFS_PY = re.compile(r"Read-only file system: '([^']+)'")
 
 
-def refused_paths_from(stderr: str, limit: int = 20) -> tuple[str, ...]:
-    """Paths a process reported as on a read-only file system (what the sandbox refused)."""
+_EACCES = re.compile(r"(?:^|[\s'`\"])(/[^\s'`\":]+|[^\s'`\":]+)['`\"]?: Permission denied")
+_EACCES_PY = re.compile(r"Permission denied: '([^']+)'")
+
+
+def refused_paths_from(stderr: str, limit: int = 20, *, denied: bool = False) -> tuple[str, ...]:
+    """Paths a process reported as on a read-only file system (what the sandbox refused),
+    and with ``denied`` (Landlock restricts reads) also those it reported permission denied."""
     hits = [m.group(1) for m in _EROFS.finditer(stderr)]
     hits += [m.group(1) for m in _EROFS_PY.finditer(stderr)]
+    if denied:
+        hits += [m.group(1) for m in _EACCES.finditer(stderr)]
+        hits += [m.group(1) for m in _EACCES_PY.finditer(stderr)]
     found = dict.fromkeys(hits)
     return tuple(found)[:limit]

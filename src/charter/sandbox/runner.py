@@ -6,8 +6,9 @@ from collections.abc import Mapping, Sequence
 
 from charter.policy import Frame, combined_policy
 
-from .availability import Availability, available
+from .availability import Availability, available, landlock_abi
 from .bwrap import bwrap_argv, sandbox_env
+from .landlock import build_helper, enforced
 from .profile import NetworkMode, SandboxProfile, build_profile
 from .proxy import NetworkProxy
 from .receipt import HostRefusal, SandboxReceipt, SandboxUnavailable, refused_paths_from
@@ -49,8 +50,13 @@ class Sandbox:
         home: str | None = None,
         scan_roots: Sequence[str] = (),
         extra_writable: Sequence[str] = (),
+        landlock: bool = True,
     ) -> None:
         self.frames = tuple(frames)
+        self.use_landlock = landlock
+        #: What Landlock enforced in the last :meth:`wrap` (``()``: bubblewrap alone).
+        self.landlock: tuple[str, ...] = ()
+        self._landlock_note: str | None = None
         self.workspace = workspace
         self._home = home
         self._scan_roots = tuple(scan_roots)
@@ -113,6 +119,14 @@ class Sandbox:
         """
         if self.profile.network is NetworkMode.PROXY and self.proxy is None:
             raise RuntimeError("start() the sandbox first: its network goes through the proxy")
+        helper = build_helper() if self.use_landlock else None
+        abi = landlock_abi() if helper is not None and helper.path else None
+        self.landlock = enforced(self.profile, abi)
+        self._landlock_note = None
+        if helper is not None and helper.reason:
+            self._landlock_note = f"Landlock not applied: {helper.reason}"
+        elif helper is not None and abi is None:
+            self._landlock_note = "Landlock not applied: not available in this kernel"
         return bwrap_argv(
             self.profile,
             argv,
@@ -121,19 +135,23 @@ class Sandbox:
             proxy_socket=self.proxy.socket_path if self.proxy else None,
             new_session=new_session,
             binds=binds,
+            helper=helper.path if helper is not None else None,
+            landlock_abi=abi,
         )
 
     def receipt(self, exit_code: int | None, stderr: str = "") -> SandboxReceipt:
         """What the sandbox stopped during the run that just ended (consumes proxy refusals)."""
         hosts = (*self._refused, *(self.proxy.take_refusals() if self.proxy else ()))
         self._refused = []
+        notes = self.profile.reasons + ((self._landlock_note,) if self._landlock_note else ())
         return SandboxReceipt(
             mechanism="bubblewrap",
             exit_code=exit_code,
             network=self.profile.network.value,
             refused_hosts=hosts,
-            refused_paths=refused_paths_from(stderr),
-            notes=self.profile.reasons,
+            refused_paths=refused_paths_from(stderr, denied="reads" in self.landlock),
+            notes=notes,
+            landlock=self.landlock,
         )
 
 
