@@ -14,6 +14,8 @@ the same effective policy:
   is decided by :mod:`charter.policy`'s network rules;
 - :class:`Sandbox` ties these together for one policy stack and workspace (one-shot
   shells and long-lived CLIs alike); :func:`sandbox_for` applies the fail-closed rule;
+- :mod:`charter.sandbox.landlock` builds the small C helper that applies Landlock rules
+  from the same profile inside bubblewrap (and bridges the proxy port);
 - :func:`run_command` runs one command under the active stack's sandbox (the built-in
   ``bash`` tool uses it; custom ``kind = "execute"`` tools opt in by calling it);
 - :func:`available` / :func:`diagnostics` say what this machine can do.
