@@ -19,6 +19,7 @@ from .callers import (
     with_rate_limit,
     with_retry,
 )
+from .chat import agent_chat_loop, agent_chat_route_input
 from .daemon import (
     DaemonHandle,
     DaemonQueueFull,
@@ -100,6 +101,8 @@ from .workers import (
 )
 
 __all__ = [
+    "agent_chat_loop",
+    "agent_chat_route_input",
     "DaemonHandle",
     "DaemonQueueFull",
     "daemon_resume",

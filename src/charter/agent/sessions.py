@@ -52,6 +52,7 @@ class SessionState:
     deferred: list[dict[str, Any]] = field(default_factory=list)  # not yet delivered
     skills: list[str] = field(default_factory=list)
     exists: bool = False
+    closed: str | None = None  # the reason a chat closed the session
 
 
 def default_session_dir() -> Path:
@@ -129,6 +130,8 @@ class SessionStore:
                     pending.pop(str(item), None)
             elif kind == "skills":
                 state.skills = [str(s) for s in record.get("active", [])]
+            elif kind == "closed":
+                state.closed = str(record.get("reason"))
         state.deferred = list(pending.values())
         return state
 
