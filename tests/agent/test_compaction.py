@@ -139,7 +139,7 @@ def test_host_only_instructions_stay_out_of_the_summary() -> None:
         provider=provider,
         loop_until_done=False,
         messages=[{"role": "user", "content": "old " * 400}, {"role": "assistant", "content": "k"}],
-        compact_threshold=50,
+        compact_threshold=200,
         compact_keep_last=1,
         compaction_policy=compaction_policy(instructions="internal note", scope="host"),
     )

@@ -15,6 +15,7 @@ from charter.agent import (
     persona,
     step,
 )
+from charter.agent.suspension import TOOL as LIFECYCLE
 from charter.policy import (
     AgentScope,
     Policy,
@@ -74,7 +75,7 @@ def test_denied_tools_are_hidden_from_the_model(rec: Recorder) -> None:
         tools=[rec.tool("look"), rec.tool("bash", level="process_exec")],
         policy={"tools": {"deny": ["bash"]}},
     )
-    assert [t["name"] for t in provider.requests[0].tools] == ["look"]
+    assert [t["name"] for t in provider.requests[0].tools if t["name"] != LIFECYCLE] == ["look"]
 
 
 def test_ambient_stack_intersects_with_loop_policy(rec: Recorder) -> None:

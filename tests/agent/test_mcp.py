@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from charter.agent import MockProvider, agent_loop
+from charter.agent.suspension import TOOL as LIFECYCLE
 from charter.policy import AgentScope
 
 from .conftest import tc
@@ -46,7 +47,7 @@ def test_mcp_stdio_tools_listed_called_and_decided(tmp_path: Path) -> None:
         policy={"side_effect_level": "workspace_write"},
         workspace=str(tmp_path),
     )
-    names = sorted(t["name"] for t in provider.requests[0].tools)
+    names = sorted(t["name"] for t in provider.requests[0].tools if t["name"] != LIFECYCLE)
     assert names == ["kb__lookup", "kb__ping", "kb__store"]  # tools/list, namespaced
     obs = _tool_messages(result)
     assert obs[0] == "definition of charter" and obs[1] == "stored"

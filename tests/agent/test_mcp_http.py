@@ -18,6 +18,7 @@ import pytest
 
 from charter.agent import MockProvider, agent_loop
 from charter.agent.mcp import McpServerError
+from charter.agent.suspension import TOOL as LIFECYCLE
 from charter.policy import AgentScope, SideEffectLevel
 
 from .conftest import tc
@@ -127,7 +128,7 @@ def test_http_tools_called_and_decided(remote: HttpServer, tmp_path: Path) -> No
         policy={"side_effect_level": "workspace_write"},
         workspace=str(tmp_path),
     )
-    names = sorted(t["name"] for t in provider.requests[0].tools)
+    names = sorted(t["name"] for t in provider.requests[0].tools if t["name"] != LIFECYCLE)
     assert names == ["remote__lookup", "remote__ping", "remote__store"]
     obs = _tool_messages(result)
     assert obs[0] == "definition of charter" and obs[1] == "stored"

@@ -7,12 +7,13 @@ from typing import Any
 import pytest
 
 from charter.agent import AgentOptionError, MockProvider, agent_loop, make_tool
+from charter.agent.suspension import TOOL as LIFECYCLE
 
 from .conftest import Recorder, tc
 
 
 def _names(request: Any) -> list[str]:
-    return [t["name"] for t in request.tools]
+    return [t["name"] for t in request.tools if t["name"] != LIFECYCLE]
 
 
 def _events(result: Any, kind: str) -> list[dict[str, Any]]:
@@ -36,7 +37,7 @@ def test_safe_mode_prunes_unused_read_only_tools(rec: Recorder) -> None:
     assert set(_names(provider.requests[3])) == {"look", "deploy", "mystery"}
     narrow = _events(result, "skill_narrow")[0]
     assert narrow["removed_tools"] == ["peek"] and narrow["iteration"] == 4
-    assert {d["name"]: d["class"] for d in narrow["kept_details"]} == {
+    assert {d["name"]: d["class"] for d in narrow["kept_details"] if d["name"] != LIFECYCLE} == {
         "look": "read_only",
         "deploy": "mutating",
         "mystery": "unknown",

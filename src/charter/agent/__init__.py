@@ -88,6 +88,7 @@ from .subagents import (
     sub_agent_tool,
     sub_agent_transcript,
 )
+from .suspension import agent_await_resumption, parse_resume_conditions
 from .tools import Tool, make_tool, tool
 from .workers import (
     WorkerPool,
@@ -101,6 +102,8 @@ from .workers import (
 )
 
 __all__ = [
+    "agent_await_resumption",
+    "parse_resume_conditions",
     "agent_chat_loop",
     "agent_chat_route_input",
     "DaemonHandle",

@@ -14,6 +14,7 @@ from .options import AgentOptionError
 from .scratchpad import scratchpad_hook
 from .sessions import SessionHook, open_store
 from .skills import skills_hook
+from .suspension import SuspensionHook
 from .tools import Tool
 from .turn_review import review_hooks
 
@@ -46,6 +47,7 @@ async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.Asyn
     if progress is not None:
         run.hooks.add(progress)
         tools.append(progress.tool())
+    run.hooks.add(SuspensionHook())
     for hook in review_hooks(options, run.cfg.done_judge):
         run.hooks.add(hook)
     narrowing = narrowing_hook(options.get("tool_surface_narrowing"))

@@ -42,6 +42,7 @@ from .providers import LlmRequest, LlmResponse, Provider, ProviderError, get_pro
 from .providers.base import ToolCallRequest
 from .reasoning import fold_options as fold_reasoning
 from .result import AgentResult, LlmStats, ToolStats, TurnResult
+from .suspension import TOOL, await_tool
 from .textmode import (
     DEFAULT_SENTINEL,
     has_tool_call_tags,
@@ -608,7 +609,8 @@ class _Run:
                 turn_info["ended"] = self.cfg.clock()
                 stop = self.apply_directive(directive, assistant, calls, native_ids)
                 if stop is not None:
-                    status, stop_reason = "done", stop
+                    status, stop_reason = str(directive.get("status") or "done"), stop
+                    self.extras["stop_reason"] = stop
                     break
                 continue
             if calls:
@@ -1131,6 +1133,8 @@ async def _execute(
             from .builtins import builtin_tools
 
             tools.extend(builtin_tools(cfg.workspace, ask_user=cfg.ask_user, names=("ask_user",)))
+        if not any(t.name == TOOL for t in tools):
+            tools.append(await_tool())  # every loop may park itself (seed 001)
         run = _Run(prompt, system, cfg, provider)
         if cfg.members:
             tools.append(delegate_tool(cfg.members))

@@ -15,6 +15,7 @@ STATUSES = (
     "incomplete",
     "idle",
     "watchdog",
+    "suspended",
 )
 
 
