@@ -283,7 +283,9 @@ def infer_task(request: LlmRequest) -> str:
         return "verify"
     if request.purpose in ("compaction", "scratchpad"):
         return "summarize"
-    return "agent" if request.tools else "chat"
+    # the loop's own lifecycle tool (agent_await_resumption) does not make a turn agentic
+    own = {"agent_await_resumption", "wait_for_user"}
+    return "agent" if any(t.get("name") not in own for t in request.tools) else "chat"
 
 
 def _shift(level: str, scale: str) -> str:
