@@ -63,3 +63,26 @@ def test_decide_host_uses_only_the_network_rules() -> None:
     frames = network_frames([Frame(policy)])
     assert decide_host("api.github.com", 443, frames).allowed
     assert not decide_host("github.com.evil.example", 443, frames).allowed
+
+
+def test_idle_proxies_are_reused_one_call_at_a_time_with_their_own_refusals() -> None:
+    from charter.sandbox.proxy import acquire_proxy, release_proxy
+
+    frames = [Frame(Policy.from_dict({"network": {"allow": ["127.0.0.1"]}}), label="reuse")]
+    first = acquire_proxy(frames)
+    second = acquire_proxy(frames)  # the first is in use: a proxy of its own
+    assert first is not second and first.socket_path != second.socket_path
+    ask(first, b"CONNECT evil.example:443 HTTP/1.1\r\n\r\n")
+    ask(second, b"CONNECT other.example:443 HTTP/1.1\r\n\r\n")
+    assert [r.host for r in release_proxy(first)] == ["evil.example"]
+    assert [r.host for r in release_proxy(second)] == ["other.example"]
+    again = acquire_proxy(frames)  # an idle one, still listening, with no old refusals
+    assert again in (first, second) and again.serving
+    assert ask(again, b"CONNECT 127.0.0.1:1 HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 502")
+    assert release_proxy(again) == []
+    # Other network rules never get these proxies (a verdict belongs to its rules).
+    other = [Frame(Policy.from_dict({"network": {"allow": ["example.com"]}}), label="reuse")]
+    stranger = acquire_proxy(other)
+    assert stranger not in (first, second)
+    assert ask(stranger, b"CONNECT 127.0.0.1:1 HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 403")
+    release_proxy(stranger)

@@ -194,7 +194,9 @@ def bwrap_argv(
         if root != "/":
             argv += ["--bind", root, root]
     for path in profile.readonly:
-        argv += ["--ro-bind", path, path]
+        # Outside every writable root the path is read-only already: a mount saved.
+        if all_writable or any(_under(path, w) for w in profile.writable):
+            argv += ["--ro-bind", path, path]
     for path in profile.masked_dirs:
         argv += ["--tmpfs", path, "--remount-ro", path]
     for path in profile.masked_files:

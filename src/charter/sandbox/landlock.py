@@ -3,11 +3,11 @@
 bubblewrap cannot apply Landlock, and a Python launcher inside the sandbox costs an
 interpreter start per call (~100 ms). So charter ships ``landlock_exec.c`` and compiles
 it on first use with the system's C compiler (``$CC``, else ``cc``/``gcc``/``clang``;
-``-O2``) into a cache directory keyed by the source's hash. bubblewrap then runs
-``landlock_exec <rules> -- bash ...``: the kernel refuses what the rules do not grant
-(EACCES), independently of the mounts. The same helper also bridges the sandbox's
-loopback proxy port to charter's proxy socket (listening before it execs the command,
-so nothing waits or polls).
+``-O2``, static when the C library allows) into a cache directory keyed by the source's
+hash. bubblewrap then runs ``landlock_exec <rules> -- bash ...``: the kernel refuses
+what the rules do not grant (EACCES), independently of the mounts. The same helper
+also bridges the sandbox's loopback proxy port to charter's proxy socket (listening
+before it execs the command, so nothing waits or polls).
 
 No compiler, or no Landlock in the kernel: bubblewrap alone enforces the profile (the
 mounts and namespaces are the primary mechanism; Landlock is defence in depth), and
@@ -24,6 +24,7 @@ import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .profile import NetworkMode, SandboxProfile
 
@@ -69,6 +70,8 @@ def _compiler() -> list[str] | None:
     return None
 
 
+#: Part of the cache key with the source: a change in how the helper is built rebuilds it.
+_RECIPE = "-O2 -static, else -O2"
 _LOCK = threading.Lock()
 _HELPER: Helper | None = None
 
@@ -96,7 +99,8 @@ def _build() -> Helper:
             source = f.read()
     except OSError as exc:
         return Helper(None, f"helper source missing: {exc}")
-    digest = hashlib.sha256(source + os.uname().machine.encode()).hexdigest()[:16]
+    recipe = f"{_RECIPE}\0{os.uname().machine}".encode()
+    digest = hashlib.sha256(source + recipe).hexdigest()[:16]
     directory = helper_cache_dir()
     target = os.path.join(directory, f"landlock_exec-{digest}")
     if os.access(target, os.X_OK):
@@ -111,13 +115,18 @@ def _build() -> Helper:
     except OSError as exc:
         return Helper(None, f"cannot write the helper cache {directory}: {exc}")
     try:
-        run = subprocess.run(
-            [*compiler, "-O2", "-o", tmp, _source_path()],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        # Static when the C library allows it: no dynamic loader at each exec (~0.15 ms
+        # of the helper's ~0.4 ms per call); dynamic otherwise.
+        for flags in (["-O2", "-static"], ["-O2"]):
+            run = subprocess.run(
+                [*compiler, *flags, "-o", tmp, _source_path()],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            if run.returncode == 0:
+                break
         if run.returncode != 0:
             last = (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]
             return Helper(None, f"compiling the Landlock helper failed: {last}")
@@ -153,9 +162,11 @@ SYSTEM_READ_ROOTS = (
 HOME_READ_FILES = (".gitconfig", ".config/git", ".gitignore_global", ".inputrc")
 
 
-def path_roots(path_var: str, home: str) -> list[str]:
+@lru_cache(maxsize=32)
+def path_roots(path_var: str, home: str) -> tuple[str, ...]:
     """Install prefixes of the directories on ``PATH`` (``~/.cargo/bin`` -> ``~/.cargo``):
-    the programs a sandboxed shell finds must be able to read their own files."""
+    the programs a sandboxed shell finds must be able to read their own files. Kept per
+    process: resolving them on every call costs more than the rest of the rules."""
     roots: list[str] = []
     for entry in path_var.split(os.pathsep):
         if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
@@ -165,7 +176,7 @@ def path_roots(path_var: str, home: str) -> list[str]:
         if os.path.basename(real) in ("bin", "sbin", "shims") and parent not in ("/", home):
             real = parent
         roots.append(real)
-    return roots
+    return tuple(roots)
 
 
 def _under(path: str, root: str) -> bool:
@@ -205,7 +216,7 @@ def landlock_args(
             home = profile.home
             reads = [
                 *profile.readable,
-                *(r for r in SYSTEM_READ_ROOTS if os.path.exists(r)),
+                *SYSTEM_READ_ROOTS,
                 *path_roots(env.get("PATH", ""), home),
                 *(os.path.join(home, f) for f in HOME_READ_FILES),
                 *profile.writable,
@@ -214,7 +225,8 @@ def landlock_args(
                 "/dev",
             ]
         writes = [*profile.writable, *private_dirs, "/dev"]
-        for path in _minimal(p for p in reads if os.path.lexists(p)):
+        # Roots that do not exist are skipped by the helper (no stat per root here).
+        for path in _minimal(reads):
             out += ["-r", path]
         for path in _minimal(writes):
             out += ["-w", path]

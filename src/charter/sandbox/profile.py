@@ -13,9 +13,10 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 
 from charter.policy import SENSITIVE_PATHS, Policy, Rules, expand_pattern, make_context
 from charter.policy.paths import PathContext, PathMatcher, compile_paths
@@ -97,8 +98,11 @@ def _under(path: str, root: str) -> bool:
     return root == "/" or path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _roots(patterns: Iterable[str], ctx: PathContext) -> set[str]:
-    return {expand_pattern(p, ctx)[0] for p in patterns}
+_Expand = Callable[[str, PathContext], tuple[str, str]]
+
+
+def _roots(patterns: Iterable[str], ctx: PathContext, expand: _Expand) -> set[str]:
+    return {expand(p, ctx)[0] for p in patterns}
 
 
 def _meet(a: set[str], b: set[str]) -> set[str]:
@@ -121,12 +125,14 @@ def _minimal(roots: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(kept))
 
 
-def writable_roots(rules: Rules, ctx: PathContext) -> tuple[str, ...]:
+def writable_roots(
+    rules: Rules, ctx: PathContext, *, expand: _Expand = expand_pattern
+) -> tuple[str, ...]:
     """Roots an allow-list conjunction permits (``("/",)`` when unrestricted): for the
     ``write`` rules, the writable roots; for the ``read`` rules, the readable ones."""
     if not rules.allow:
         return ("/",)
-    groups = [_roots(group, ctx) for group in rules.allow]
+    groups = [_roots(group, ctx, expand) for group in rules.allow]
     roots = groups[0]
     for group in groups[1:]:
         roots = _meet(roots, group)
@@ -159,10 +165,13 @@ def build_profile(
     path matcher, case-insensitively as the policy matches denies.
     """
     ctx = make_context(workspace, home)
+    # Each pattern resolved once per build (read and write rules share most of them; the
+    # resolution touches the filesystem, so it is not kept across builds).
+    expand = lru_cache(maxsize=None)(expand_pattern)
     read_deny = _deny_patterns(policy, "read")
     write_deny = _deny_patterns(policy, "write")
-    writable = writable_roots(policy.paths.for_access("write"), ctx)
-    readable = writable_roots(policy.paths.for_access("read"), ctx)
+    writable = writable_roots(policy.paths.for_access("write"), ctx, expand=expand)
+    readable = writable_roots(policy.paths.for_access("read"), ctx, expand=expand)
     extra = [os.path.realpath(os.path.expanduser(p)) for p in extra_writable]
     extra = [p for p in extra if os.path.exists(p)]
     if writable != ("/",) and extra:
@@ -174,11 +183,11 @@ def build_profile(
     masked: set[str] = set()
     readonly: set[str] = set()
     for pattern in read_deny:
-        prefix, rest = expand_pattern(pattern, ctx)
+        prefix, rest = expand(pattern, ctx)
         if not rest and prefix != "/" and os.path.lexists(prefix):
             masked.add(prefix)
     for pattern in write_deny:
-        prefix, rest = expand_pattern(pattern, ctx)
+        prefix, rest = expand(pattern, ctx)
         if not rest and prefix != "/" and os.path.lexists(prefix) and prefix not in masked:
             readonly.add(prefix)
 
@@ -192,10 +201,11 @@ def build_profile(
             "that were not masked"
         )
 
-    for name in PROTECTED_FILES | PROTECTED_DIRS:
-        in_home = os.path.join(ctx.home, name)
-        if os.path.lexists(in_home):
-            readonly.add(in_home)
+    if any(_under(ctx.home, w) for w in writable):  # elsewhere the mounts are read-only
+        for name in PROTECTED_FILES | PROTECTED_DIRS:
+            in_home = os.path.join(ctx.home, name)
+            if os.path.lexists(in_home):
+                readonly.add(in_home)
 
     masked_paths = _minimal(masked)
     dirs = tuple(p for p in masked_paths if os.path.isdir(p) and not os.path.islink(p))

@@ -10,7 +10,7 @@ from .availability import Availability, available, landlock_abi
 from .bwrap import bwrap_argv, sandbox_env
 from .landlock import build_helper, enforced
 from .profile import NetworkMode, SandboxProfile, build_profile
-from .proxy import NetworkProxy
+from .proxy import NetworkProxy, acquire_proxy, release_proxy
 from .receipt import HostRefusal, SandboxReceipt, SandboxUnavailable, refused_paths_from
 
 
@@ -89,14 +89,13 @@ class Sandbox:
     def start(self) -> None:
         """Start the proxy when the profile routes the network through it."""
         if self.profile.network is NetworkMode.PROXY and self.proxy is None:
-            self.proxy = NetworkProxy(self.frames)
-            self.proxy.start()
+            self.proxy = acquire_proxy(self.frames)
 
     def stop(self) -> None:
-        """Stop the proxy (sandboxed processes lose the network)."""
+        """Release the proxy (sandboxed processes lose the network); it is kept listening,
+        idle, for the next sandbox under the same network rules."""
         if self.proxy is not None:
-            self.proxy.stop()
-            self._refused.extend(self.proxy.take_refusals())
+            self._refused.extend(release_proxy(self.proxy))
             self.proxy = None
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
