@@ -20,6 +20,7 @@ import pytest
 
 from charter.agent.builtins import builtin_tools
 from charter.policy import with_execution_policy
+from charter.sandbox import landlock_abi
 
 from .conftest import Server
 
@@ -410,7 +411,21 @@ def test_doctor_reports_the_sandbox() -> None:
     checks = {c["check"]: c for c in json.loads(proc.stdout)}
     assert checks["bubblewrap"]["status"] == "ok"
     assert "sandbox network proxy" in checks
-    assert "landlock" in checks
+    landlock = checks["landlock"]
+    if landlock_abi():
+        assert landlock["status"] == "ok" and "landlock_exec-" in landlock["detail"]
+    # Without a compiler doctor says Landlock is not applied, and why.
+    env = {**os.environ, "CC": "/nonexistent/cc", "CHARTER_CACHE_DIR": tempfile.mkdtemp()}
+    proc = subprocess.run(
+        [sys.executable, "-m", "charter", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    checks = {c["check"]: c for c in json.loads(proc.stdout)}
+    assert checks["landlock"]["status"] == "warn"
+    assert "bubblewrap alone enforces" in checks["landlock"]["detail"]
 
 
 def test_a_denied_name_added_after_a_cached_scan_is_masked(workspace: Path) -> None:
