@@ -14,6 +14,7 @@ from charter.agent.presets import (
     audit_agent,
     merge_captain_agent,
     oncall_captain_agent,
+    release_captain_agent,
     summary_agent,
     verify_agent,
 )
@@ -84,33 +85,60 @@ def test_merge_captain_denies_writes_by_default(rec: Recorder) -> None:
         tools=tools,
     )
     assert rec.names() == ["list_prs"]  # the write never ran; the read did
-    denied = [e for e in result.trace["events"] if e.get("status") == "permission_denied"]
-    assert denied[0]["decision"]["frame"]["label"] == "merge_captain_consent"
-    # the caller's own policy replaces the default consent (caller wins)
+    deny = [e for e in result.trace["events"] if e["type"] == "PermissionDeny"]
+    assert deny[0]["policyDecision"]["rule"] == "default" and deny[0]["tool"] == "merge_pr"
+    # a consent callable is the HITL bridge: it approves this merge
     rec.calls.clear()
+    asked: list[str] = []
     merge_captain_agent(
         "Sweep.",
         provider=MockProvider([tc("merge_pr"), "swept"]),
         tools=tools,
-        policy={"tools": {"allow": ["merge_pr", "list_prs"]}},
+        consent=lambda request: asked.append(request.tool) or True,
     )
-    assert rec.names() == ["merge_pr"]
+    assert rec.names() == ["merge_pr"] and asked == ["merge_pr"]
 
 
-def test_oncall_captain_rate_limits_tool_calls(rec: Recorder) -> None:
+def test_oncall_captain_rate_limits_model_calls(rec: Recorder) -> None:
+    provider = MockProvider([tc("page"), tc("page"), tc("page"), "triaged"])
     result = oncall_captain_agent(
         "Triage alerts.",
-        provider=MockProvider([tc("page"), tc("page"), tc("page"), "triaged"]),
+        provider=provider,
         tools=[rec.tool("page")],
         rate_limit={"max_calls": 2, "message": "alert-loop cap"},
     )
-    assert rec.names() == ["page", "page"]
-    capped = [e for e in result.trace["events"] if e.get("status") == "rate_limited"]
-    assert capped[0]["error"] == "alert-loop cap"
+    assert rec.names() == ["page", "page"] and len(provider.requests) == 2
+    assert result.status == "provider_error" and "alert-loop cap" in result.error["message"]
 
 
-@pytest.mark.parametrize("key", ["consent", "dry_run", "cheap_caller"])
-def test_captain_layers_not_built_yet_fail_loudly(key: str) -> Any:
+def test_captain_llm_layers_dry_run_escalation_logging(rec: Recorder) -> None:
+    sent = MockProvider(["should not be called"])
+    shadow: list[dict[str, Any]] = []
+    result = release_captain_agent(
+        "Cut v0.9.0.", provider=sent, dry_run={"sink": shadow}, tools=[rec.tool("tag")]
+    )
+    assert sent.requests == [] and len(shadow) == 1 and result.status == "done"
+    cheap, frontier = MockProvider([tc("tag"), "cheap done"]), MockProvider(['{"verdict": "done"}'])
+    log: list[dict[str, Any]] = []
+    audit: list[dict[str, Any]] = []
+    release_captain_agent(
+        "Cut v0.9.1.",
+        provider=cheap,
+        tools=[rec.tool("tag")],
+        cheap_caller=cheap,
+        frontier_caller=frontier,
+        escalate_predicate=lambda call: call["request"].purpose == "judge",
+        logging_sink=log.append,
+        audit_sink=audit.append,
+    )
+    assert [r["tier"] for r in log] == ["cheap", "cheap"] and frontier.requests == []
+    assert audit == [{"tool": "tag", "arguments": {}, "status": "ok", "result": "ok"}]
+
+
+@pytest.mark.parametrize("key", ["telemetry", "handoff_sink"])
+def test_captain_layers_not_built_fail_loudly(key: str) -> Any:
     with pytest.raises(AgentOptionError) as err:
         merge_captain_agent("x", provider=MockProvider(["ok"]), **{key: True})
     assert err.value.option == key
+    with pytest.raises(AgentOptionError, match="cheap_caller"):
+        merge_captain_agent("x", provider=MockProvider(["ok"]), cheap_caller=MockProvider([]))

@@ -4,22 +4,40 @@ A preset is an ordinary ``agent_loop`` options dict; caller options always win, 
 ``iteration_budget="adaptive"`` keeps the preset's numbers while switching the mode.
 The ``*_agent`` helpers run ``agent_loop_async`` with it.
 
-Captain layers that need callers of the part-2 issue (``consent`` callables, ``dry_run``,
-``cheap_caller`` / ``frontier_caller``, ``audit_sink``) are not here yet: passing them
-fails as an unknown option rather than being ignored. Two captain defaults are enforced
-now: ``merge_captain`` denies writes by default through a ``read_only`` policy frame (the
-seed's consent layer also auto-approves ``fetch``; this is stricter), and
-``oncall_captain`` caps tool calls at 50 per run (``rate_limit: {max_calls, message}``).
+Captain layers (opt-in; each needs its dependency, and an explicit ``tool_caller`` /
+``llm_caller`` from the caller opts out of the layers on that side):
+
+- ``consent`` (a callable ``request -> bool | {grant}``): the approval gate's
+  ``on_escalation``. ``merge_captain``'s default consent layer is an ``approval_policy``
+  that auto-approves tools of kind read/search/fetch/think and read-only tools and asks
+  for everything else: without a ``consent`` callable those calls are refused;
+- ``audit_sink`` (a callable): every tool call's record ``{tool, arguments, status,
+  result}`` after it ran;
+- ``rate_limit`` (``{max_calls, per_seconds?, message?}``): ``with_rate_limit`` on model
+  calls; ``oncall_captain`` defaults to 50;
+- ``dry_run`` (``True`` or ``with_dry_run`` options): model calls are recorded, not sent;
+- ``cheap_caller`` + ``frontier_caller`` (+ ``escalate_predicate``): ``with_escalation``;
+- ``logging_sink`` (a callable): one record per model call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from charter.policy import ToolCall
 
+from .callers import (
+    call_caller,
+    compose,
+    default_llm_caller,
+    with_dry_run,
+    with_escalation,
+    with_rate_limit,
+)
 from .options import AgentOptionError
 from .result import AgentResult
 
@@ -41,6 +59,33 @@ def _captain(initial: int, top: int, extend_by: int) -> dict[str, Any]:
         "done_sentinel": None,
     }
 
+
+#: merge_captain's default consent: reads pass, everything else needs ``consent``.
+MERGE_CONSENT: dict[str, Any] = {
+    "rules": [
+        {
+            "name": "merge_captain_consent:reads",
+            "decision": "allow",
+            "match": {"kind": ["read", "search", "fetch", "think"]},
+        },
+        {
+            "name": "merge_captain_consent:read_only",
+            "decision": "allow",
+            "match": {"max_side_effect_level": "read_only"},
+        },
+    ],
+    "default": "ask",
+}
+LAYER_KEYS = (
+    "consent",
+    "audit_sink",
+    "rate_limit",
+    "dry_run",
+    "cheap_caller",
+    "frontier_caller",
+    "escalate_predicate",
+    "logging_sink",
+)
 
 PRESETS: dict[str, dict[str, Any]] = {
     "audit": {
@@ -76,11 +121,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "iteration_budget": _adaptive(1, 5, 1),
         "done_judge": True,
     },
-    "merge_captain": {
-        **_captain(8, 60, 4),
-        "policy": {"name": "merge_captain_consent", "side_effect_level": "read_only"},
-        "policy_label": "merge_captain_consent",
-    },
+    "merge_captain": {**_captain(8, 60, 4), "approval_policy": MERGE_CONSENT},
     "review_captain": _captain(6, 30, 3),
     "oncall_captain": {**_captain(6, 24, 3), "rate_limit": {"max_calls": 50}},
     "release_captain": _captain(8, 40, 4),
@@ -108,28 +149,97 @@ def agent_budget(
     return base
 
 
-def _rate_limit(spec: Any) -> Any:
-    if not isinstance(spec, Mapping) or set(spec) - {"max_calls", "message"}:
-        raise AgentOptionError("rate_limit", "expected {max_calls, message?}")
-    limit = spec.get("max_calls")
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise AgentOptionError("rate_limit.max_calls", "expected a positive integer")
-    message = str(spec.get("message") or f"tool call limit of {limit} reached")
+def _callable(key: str, value: Any) -> Any:
+    if not callable(value):
+        raise AgentOptionError(key, "expected a callable")
+    return value
+
+
+def _audit_layer(sink: Any) -> Any:
+    sink = _callable("audit_sink", sink)
 
     def middleware(executor: Any) -> Any:
-        count = 0
+        async def audited(call: ToolCall) -> Any:
+            status, out = "error", None
+            try:
+                out = executor(call)
+                if inspect.isawaitable(out):
+                    out = await out
+                status = out.get("status", "ok") if isinstance(out, Mapping) else "ok"
+                return out
+            finally:
+                sink(
+                    {
+                        "tool": call.name,
+                        "arguments": dict(call.arguments),
+                        "status": status,
+                        "result": out,
+                    }
+                )
 
-        async def limited(call: ToolCall) -> Any:
-            nonlocal count
-            count += 1
-            if count > limit:
-                return {"status": "rate_limited", "error": message, "limit": limit}
-            out = executor(call)
-            return await out if asyncio.iscoroutine(out) else out
-
-        return limited
+        return audited
 
     return middleware
+
+
+def _logging_layer(sink: Any) -> Any:
+    sink = _callable("logging_sink", sink)
+
+    def middleware(inner: Any) -> Any:
+        async def logged(call: dict[str, Any]) -> dict[str, Any]:
+            started = time.perf_counter()
+            reply = await call_caller(inner, call)
+            request = call.get("request")
+            sink(
+                {
+                    "iteration": (call.get("turn") or {}).get("iteration"),
+                    "model": getattr(request, "model", None),
+                    "purpose": getattr(request, "purpose", None),
+                    "ok": bool(reply.get("ok")),
+                    "tier": reply.get("tier"),
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+                }
+            )
+            return reply
+
+        return logged
+
+    return middleware
+
+
+def _layers(out: dict[str, Any], layers: dict[str, Any]) -> None:
+    """Turn the captain layer keys into approval options, a tool caller and an llm caller."""
+    if "consent" in layers:
+        consent = _callable("consent", layers["consent"])
+        out.setdefault("approval_policy", {"rules": [], "default": "ask"})
+        out["on_escalation"] = lambda request: consent(request)
+    if "audit_sink" in layers and out.get("tool_caller") is None:
+        out["tool_caller"] = _audit_layer(layers["audit_sink"])
+    if out.get("llm_caller") is not None:
+        return  # an explicit llm_caller opts out of the model-call layers
+    middlewares: list[Any] = []
+    if "logging_sink" in layers:
+        middlewares.append(_logging_layer(layers["logging_sink"]))
+    if layers.get("rate_limit") is not None:
+        spec = layers["rate_limit"]
+        if not isinstance(spec, Mapping):
+            raise AgentOptionError("rate_limit", "expected {max_calls, per_seconds?, message?}")
+        middlewares.append(with_rate_limit(dict(spec)))
+    if layers.get("dry_run"):
+        spec = layers["dry_run"]
+        middlewares.append(with_dry_run(None if spec is True else dict(spec)))
+    base: Any = None
+    if "cheap_caller" in layers or "frontier_caller" in layers:
+        if "cheap_caller" not in layers or "frontier_caller" not in layers:
+            raise AgentOptionError("cheap_caller", "needs both cheap_caller and frontier_caller")
+        base = with_escalation(
+            layers["cheap_caller"], layers["frontier_caller"], layers.get("escalate_predicate")
+        )
+    elif "escalate_predicate" in layers:
+        raise AgentOptionError("escalate_predicate", "needs cheap_caller and frontier_caller")
+    if base is None and not middlewares:
+        return
+    out["llm_caller"] = compose(middlewares)(base or default_llm_caller())
 
 
 def agent_preset(kind: str, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -144,13 +254,8 @@ def agent_preset(kind: str, options: Mapping[str, Any] | None = None) -> dict[st
     if "policy" in caller:
         out.pop("policy_label", None)
     out.update(caller)
-    limit = out.pop("rate_limit", None)
-    if limit is not None:
-        if out.get("tool_caller") is not None:
-            if "rate_limit" in caller:
-                raise AgentOptionError("rate_limit", "given together with tool_caller")
-        else:
-            out["tool_caller"] = _rate_limit(limit)
+    layers = {k: out.pop(k) for k in LAYER_KEYS if k in out}
+    _layers(out, layers)
     return out
 
 

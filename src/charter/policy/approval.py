@@ -7,10 +7,11 @@ rule's ``match`` is a policy dict (``tools``, ``commands``, ``paths``, ``network
 ``mcp_servers``, ``members``, ...) and the rule matches a call when that policy, alone,
 would allow the call *and* the call has a subject in every dimension the match names (a
 ``commands`` match never matches a tool that runs no command). A few keys describe the
-call rather than its subjects: ``side_effect_level`` (at least this level), ``kind``
-(tool kinds), ``calls_at_least`` (this tool was already called N times in the session),
-``agent`` (globs over the loop's ``policy_label``), ``args`` (globs over
-argument values) and ``predicate`` (a callable over the arguments, for embedding hosts).
+call rather than its subjects: ``side_effect_level`` (at least this level),
+``max_side_effect_level`` (at most), ``kind`` (tool kinds), ``calls_at_least`` (this
+tool was already called N times in the session), ``agent`` (globs over the loop's
+``policy_label``), ``args`` (globs over argument values) and ``predicate`` (a callable
+over the arguments, for embedding hosts).
 
 Seed 001: deny wins over ask, ask wins over allow, unmatched calls are approved (or get
 ``default``). Every matched decision names its rule and rationale (the ``policyDecision``
@@ -38,6 +39,7 @@ _GLOB = fnmatch.BRACE | fnmatch.IGNORECASE
 #: ``match`` keys that describe the call, not a policy dimension.
 _CALL_KEYS = (
     "side_effect_level",
+    "max_side_effect_level",
     "kind",
     "calls_at_least",
     "agent",
@@ -81,6 +83,7 @@ class ApprovalRule:
     policy: Policy | None = None
     subject_dims: tuple[str, ...] = ()
     min_level: SideEffectLevel | None = None
+    max_level: SideEffectLevel | None = None
     kinds: tuple[str, ...] = ()
     calls_at_least: int | None = None
     labels: tuple[tuple[str, tuple[str, ...]], ...] = ()
@@ -119,11 +122,13 @@ class ApprovalRule:
                 raise PolicyError(
                     [PolicyIssue(f"{path}.match.{i.field_path}", i.message) for i in exc.issues]
                 ) from None
-        level = match.get("side_effect_level")
-        try:
-            min_level = None if level is None else SideEffectLevel.parse(level)
-        except (ValueError, KeyError) as exc:
-            raise _fail(f"{path}.match.side_effect_level", str(exc)) from None
+        levels: dict[str, SideEffectLevel | None] = {}
+        for key in ("side_effect_level", "max_side_effect_level"):
+            level = match.get(key)
+            try:
+                levels[key] = None if level is None else SideEffectLevel.parse(level)
+            except (ValueError, KeyError) as exc:
+                raise _fail(f"{path}.match.{key}", str(exc)) from None
         count = match.get("calls_at_least")
         if count is not None and (isinstance(count, bool) or not isinstance(count, int)):
             raise _fail(f"{path}.match.calls_at_least", "expected an integer")
@@ -142,7 +147,8 @@ class ApprovalRule:
             subject_dims=tuple(
                 "commands" if k in ("bash", "shell") else k for k in dims if k in _SUBJECT_DIMS
             ),
-            min_level=min_level,
+            min_level=levels["side_effect_level"],
+            max_level=levels["max_side_effect_level"],
             kinds=_globs(f"{path}.match.kind", match["kind"]) if "kind" in match else (),
             calls_at_least=count,
             labels=tuple(
@@ -156,6 +162,8 @@ class ApprovalRule:
         self, call: ToolCall, subjects: _Subjects, context: PathContext | None, facts: CallFacts
     ) -> bool:
         if self.min_level is not None and call.level < int(self.min_level):
+            return False
+        if self.max_level is not None and call.level > int(self.max_level):
             return False
         if self.kinds and not fnmatch.fnmatch(call.annotations.kind or "", self.kinds, flags=_GLOB):
             return False
