@@ -316,3 +316,30 @@ def test_without_a_compiler_bubblewrap_alone_enforces(
     finally:
         monkeypatch.undo()
         landlock.build_helper(refresh=True)
+
+
+@pytest.mark.needs_sandbox
+def test_a_helper_hidden_by_a_mask_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from charter.sandbox import landlock
+
+    ws = tmp_path / "ws"
+    (ws / "secrets").mkdir(parents=True)
+    (ws / "secrets" / "t").write_text("TOPSECRET")
+    monkeypatch.setenv("CHARTER_CACHE_DIR", str(ws / "secrets" / "cache"))
+    built = landlock.build_helper(refresh=True)
+    try:
+        if built.path is None:
+            pytest.skip(f"no Landlock helper: {built.reason}")
+        policy = {**POLICY, "paths": {"allow": ["./**"], "deny": ["./secrets/**"]}}
+        hostile = run_bash(ws, "cat secrets/t", policy)
+        assert "TOPSECRET" not in str(hostile["stdout"])
+        receipt = hostile["sandbox"]
+        assert isinstance(receipt, dict) and receipt["landlock"] == []
+        assert any("under a path the policy masks" in n for n in receipt["notes"])
+        twin = run_bash(ws, "echo ok", policy)
+        assert twin["stdout"] == "ok\n"
+    finally:
+        monkeypatch.undo()
+        landlock.build_helper(refresh=True)

@@ -115,6 +115,11 @@ def _under(path: str, root: str) -> bool:
     return root == "/" or path == root or path.startswith(root.rstrip("/") + "/")
 
 
+def helper_visible(helper: str, profile: SandboxProfile) -> bool:
+    """Whether ``helper`` can run inside ``profile`` (not hidden by one of its masks)."""
+    return not any(_under(helper, m) for m in profile.masked)
+
+
 def sandbox_env(
     profile: SandboxProfile,
     extra: Mapping[str, str] | None = None,
@@ -181,8 +186,8 @@ def bwrap_argv(
         private += [d for d in _RUN_DIRS if os.path.isdir(d) and not os.path.islink(d)]
     for directory in private:
         argv += ["--tmpfs", directory]
-    if helper and any(_under(helper, m) for m in profile.masked_dirs):
-        helper = None  # hidden by a mask: bubblewrap alone, as without a compiler
+    if helper and not helper_visible(helper, profile):
+        raise ValueError(f"the helper {helper} is under a masked path of the profile")
     if helper and any(_under(helper, d) for d in private):
         argv += ["--ro-bind", helper, helper]
     for keep in dict.fromkeys((workdir, profile.workspace)):

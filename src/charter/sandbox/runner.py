@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 from charter.policy import Frame, combined_policy
 
 from .availability import Availability, available, landlock_abi
-from .bwrap import bwrap_argv, sandbox_env
-from .landlock import build_helper, enforced
+from .bwrap import bwrap_argv, helper_visible, sandbox_env
+from .landlock import Helper, build_helper, enforced
 from .profile import NetworkMode, SandboxProfile, build_profile
 from .proxy import NetworkProxy, acquire_proxy, release_proxy
 from .receipt import HostRefusal, SandboxReceipt, SandboxUnavailable, refused_paths_from
@@ -119,6 +119,8 @@ class Sandbox:
         if self.profile.network is NetworkMode.PROXY and self.proxy is None:
             raise RuntimeError("start() the sandbox first: its network goes through the proxy")
         helper = build_helper() if self.use_landlock else None
+        if helper is not None and helper.path and not helper_visible(helper.path, self.profile):
+            helper = Helper(None, f"the helper {helper.path} is under a path the policy masks")
         abi = landlock_abi() if helper is not None and helper.path else None
         self.landlock = enforced(self.profile, abi)
         self._landlock_note = None
