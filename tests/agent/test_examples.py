@@ -26,6 +26,18 @@ EXPECT = {
     "scoped_subagent.py": ["admin ran: False"],
     "research_then_act.py": ["summary.md exists: True"],
     "mcp_allowlist.py": ["status: done"],
+    "approvals_in_loop.py": [
+        "asked about write src/main.py: no",
+        "written: ['README.md', 'config/app.toml']",
+    ],
+    "sessions_and_compaction.py": [
+        "compactions: True",
+        "largest prompt under budget: True",
+        "failure kept: True",
+        "queued message delivered: True",
+    ],
+    "daemon_watch.py": ["pending events: 0", "final state: idle daemon_stopped"],
+    "chat_with_simulated_user.py": ["turns: 2 closed: simulated_user_stop"],
 }
 
 
