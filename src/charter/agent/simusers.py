@@ -190,8 +190,9 @@ def simulated_user_read_tools(workspace: str | None = None) -> list[Tool]:
     return builtin_tools(workspace, names=("read", "glob", "grep"))
 
 
-def user_tools(answerer: Answerer, tools: Sequence[Tool | Callable[..., Any]] = ()) -> list[Tool]:
-    """``tools`` plus an ``ask_user`` tool answered by ``answerer``."""
+def answer_callback(answerer: Answerer) -> Callable[[str], dict[str, Any]]:
+    """``question -> tool result``: the answerer behind an ``ask_user`` tool (also what
+    ``builtin_tools(ask_user=...)`` and a persona run's simulated user take)."""
 
     def ask_user(question: str) -> dict[str, Any]:
         decision = answerer.answer(question)
@@ -210,9 +211,15 @@ def user_tools(answerer: Answerer, tools: Sequence[Tool | Callable[..., Any]] = 
             "audit": audit,
         }
 
+    return ask_user
+
+
+def user_tools(answerer: Answerer, tools: Sequence[Tool | Callable[..., Any]] = ()) -> list[Tool]:
+    """``tools`` plus an ``ask_user`` tool answered by ``answerer``."""
+
     ask = Tool(
         name="ask_user",
-        handler=ask_user,
+        handler=answer_callback(answerer),
         description="Ask the user a clarification question.",
         parameters={
             "type": "object",

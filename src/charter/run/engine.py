@@ -396,7 +396,7 @@ def execute_admitted(
             gate=gate,
             router=router,
             provider_spec=spec,
-            tools=builtin_tools(str(workspace)),
+            tools=builtin_tools(str(workspace), ask_user=_user_callback(options.user)),
         )
         with _policy_stack(persona, inbox_item) as stage_receipts:
             result.result = _jsonable(_invoke(func, ctx))
@@ -932,6 +932,14 @@ def run_persona(
 def resume_persona(name: str, *, options: RunOptions | None = None) -> ResumeResult:
     with session_scope(options or RunOptions()) as session:
         return resume_in_session(session, name)
+
+
+def _user_callback(user: Any) -> Any:
+    if user is None:
+        return None
+    from charter.agent.simusers import answer_callback
+
+    return answer_callback(user)
 
 
 def interactive_approver() -> InteractiveApprover:

@@ -22,6 +22,12 @@ Checks (an unknown one is an error, never ignored):
 ``paged``             each of these targets got a handoff
 ``tools_executed``    each of these tools executed at least once
 ``tools_not_executed``none of these tools executed
+``user_replies``      how many times the simulated user replied
+``user_stopped``      whether the simulated user chose to stop
+
+A simulated user (``user = [{match, reply | action}, ...]``, ``user_max_replies``: seed
+001's ``scripted_user``) answers the run's ``ask_user`` tool; without one, ``ask_user``
+says no user is attached. Its audit (``simulated_user_*`` events) is in the outcome.
 """
 
 from __future__ import annotations
@@ -59,6 +65,8 @@ class EvalCase:
     expect: Mapping[str, Any]
     mock: Path | None = None
     approve: str = "deny"
+    user: tuple[Any, ...] | None = None
+    user_max_replies: int | None = None
 
 
 @dataclass
@@ -92,6 +100,7 @@ class EvalOutcome:
             "error": self.error,
             "checks": [c.to_dict() for c in self.checks],
             "run": {k: (self.run or {}).get(k) for k in ("status", "run_id", "work_key")},
+            "simulated_user": (self.run or {}).get("simulated_user"),
         }
 
 
@@ -107,7 +116,17 @@ def load_case(source: Path, persona: str) -> EvalCase:
         raise _fail(source, "", f"cannot read the eval file ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
         raise _fail(source, "", f"invalid TOML: {exc}") from None
-    known = {"name", "persona", "fixture", "mock", "approve", "expect", "description"}
+    known = {
+        "name",
+        "persona",
+        "fixture",
+        "mock",
+        "approve",
+        "expect",
+        "description",
+        "user",
+        "user_max_replies",
+    }
     for key in data:
         if key not in known:
             raise _fail(source, key, f"unknown field (expected one of: {', '.join(sorted(known))})")
@@ -130,6 +149,23 @@ def load_case(source: Path, persona: str) -> EvalCase:
     mock = data.get("mock")
     if mock is not None and not isinstance(mock, str):
         raise _fail(source, "mock", "expected the path of a mock script (a string)")
+    user = data.get("user")
+    if user is not None:
+        if not isinstance(user, list) or not user:
+            raise _fail(source, "user", "expected a list of script entries ({match, reply})")
+        from charter.agent import AgentOptionError, scripted_user
+
+        try:
+            scripted_user(user)
+        except (AgentOptionError, TypeError, ValueError) as exc:
+            raise _fail(source, "user", str(exc)) from None
+    max_replies = data.get("user_max_replies")
+    if max_replies is not None and (
+        isinstance(max_replies, bool) or not isinstance(max_replies, int)
+    ):
+        raise _fail(source, "user_max_replies", "expected an integer")
+    if any(k in expect for k in ("user_replies", "user_stopped")) and user is None:
+        raise _fail(source, "expect", "user_replies / user_stopped need a simulated user (user)")
     base = source.parent
     return EvalCase(
         name=str(data.get("name") or source.stem),
@@ -139,6 +175,8 @@ def load_case(source: Path, persona: str) -> EvalCase:
         expect=expect,
         mock=(base / mock).resolve() if mock else None,
         approve=approve,
+        user=None if user is None else tuple(user),
+        user_max_replies=max_replies,
     )
 
 
@@ -165,6 +203,11 @@ def run_case(case: EvalCase, project: Path, *, llm: str | None = None) -> EvalOu
         outcome.error = f"{case.source}: fixture: expected an envelope with a provider"
         return outcome
     spec = llm or (f"mock:{case.mock}" if case.mock else "mock")
+    user = None
+    if case.user is not None:
+        from charter.agent import scripted_user
+
+        user = scripted_user(list(case.user), {"max_replies": case.user_max_replies})
     with tempfile.TemporaryDirectory(prefix="charter-eval-") as tmp:
         scratch = Path(tmp) / "project"
         shutil.copytree(project, scratch, ignore=_SKIP)
@@ -174,6 +217,7 @@ def run_case(case: EvalCase, project: Path, *, llm: str | None = None) -> EvalOu
             llm=spec,
             workspace=scratch,
             approver=CallbackApprover(lambda _request: case.approve == "grant", by="eval"),
+            user=user,
         )
         try:
             result: RunResult = run_persona(
@@ -188,6 +232,12 @@ def run_case(case: EvalCase, project: Path, *, llm: str | None = None) -> EvalOu
             outcome.error = str(exc)
             return outcome
     run = result.to_dict()
+    if user is not None:
+        run["simulated_user"] = {
+            "replies": user.replies,
+            "audit": list(user.audit),
+            "stopped": any(a["event_type"] == "simulated_user_stop" for a in user.audit),
+        }
     outcome.run = run
     for key, expected in case.expect.items():
         actual, ok = CHECKS[key](run, expected)
@@ -289,7 +339,19 @@ def _not_executed(run: Mapping[str, Any], expected: Any) -> tuple[Any, bool]:
     return ran, not any(t in ran for t in _as_list(expected))
 
 
+def _user_replies(run: Mapping[str, Any], expected: Any) -> tuple[Any, bool]:
+    actual = (run.get("simulated_user") or {}).get("replies", 0)
+    return actual, actual == expected
+
+
+def _user_stopped(run: Mapping[str, Any], expected: Any) -> tuple[Any, bool]:
+    actual = bool((run.get("simulated_user") or {}).get("stopped"))
+    return actual, actual == bool(expected)
+
+
 CHECKS: dict[str, Callable[[Mapping[str, Any], Any], tuple[Any, bool]]] = {
+    "user_replies": _user_replies,
+    "user_stopped": _user_stopped,
     "status": _status,
     "receipt": _receipt,
     "output_contains": _contains,

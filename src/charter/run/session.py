@@ -63,6 +63,9 @@ class RunOptions:
     # blocking; it resumes by replay once decided (charter.run.parking)
     park_approvals: bool = False
     notify: Callable[[str], None] = field(default=lambda _message: None)
+    # a simulated user (charter.agent.simusers.Answerer) answering the run's ask_user tool
+    # (persona evals); None: ask_user reports that no user is attached
+    user: Any = None
     log: EventLog | None = None  # an already open log (tests, serve)
 
     def clock(self) -> Callable[[], datetime]:
