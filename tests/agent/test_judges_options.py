@@ -227,3 +227,23 @@ def test_ask_user_option_answers_the_model() -> None:
     assert asked == ["Which database?"]
     assert "PostgreSQL" in str(provider.requests[1].messages[-1]["content"])
     assert result.tools.successful == ["ask_user"]
+
+
+def test_judge_calls_go_through_the_llm_caller() -> None:
+    from charter.agent import with_escalation
+
+    cheap = MockProvider(["answer", "answer"])
+    frontier = MockProvider([], judge_turns=['{"verdict": "done"}'])
+    result = agent_loop(
+        "x",
+        provider=cheap,
+        loop_until_done=True,
+        done_judge=True,
+        llm_caller=with_escalation(
+            cheap, frontier, lambda call: call["request"].purpose == "judge"
+        ),
+    )
+    # the turn went to the cheap tier, the judge to the frontier tier
+    assert [r.purpose for r in cheap.requests] == ["turn"]
+    assert [r.purpose for r in frontier.requests] == ["judge"]
+    assert result.status == "done"

@@ -515,7 +515,7 @@ class CompactionHook(LoopHook):
             calls = json.dumps(m.get("tool_calls"), default=str) if m.get("tool_calls") else ""
             lines.append(f"[{m.get('role')}] {body[:4000]} {calls}".rstrip())
         provider = (
-            get_provider(self.cfg.provider) if self.cfg.provider is not None else run.provider
+            get_provider(self.cfg.provider) if self.cfg.provider is not None else run.aux_provider
         )
         request = LlmRequest(
             model=self.cfg.model or run.cfg.model,

@@ -21,7 +21,7 @@ async def judge_once(
 ) -> dict[str, Any]:
     """Run ``judge`` once, record the decision (``JudgeDecision``) and return it."""
     state = {"iteration": iteration, "messages": run.messages}
-    provider = get_provider(judge.provider) if judge.provider is not None else run.provider
+    provider = get_provider(judge.provider) if judge.provider is not None else run.aux_provider
     decision = await run_judge(
         judge,
         provider=provider,

@@ -248,6 +248,26 @@ class _Config:
         self.options = o
 
 
+class _AuxProvider:
+    """The loop's provider for its own helper calls (judges, compaction summaries, the
+    scratchpad): they go through the run's ``llm_caller`` chain like turns do, so rate
+    limits, circuit breakers, dry runs and escalation predicates see them."""
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.name = getattr(run.provider, "name", "aux")
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        reply = await self.run.call_llm(request, self.run.iteration)
+        if reply.get("ok"):
+            response: LlmResponse = reply["value"]
+            return response
+        err = reply.get("error")
+        if isinstance(err, BaseException):
+            raise err
+        raise ProviderError(str(reply.get("status") or "the model call failed"))
+
+
 class _Run:
     """One execution of the loop (state lives here, the stack lives in the context)."""
 
@@ -298,6 +318,7 @@ class _Run:
         self.started = time.perf_counter()
         self.iteration = 0
         self.limit = cfg.budget.initial
+        self.aux_provider = _AuxProvider(self)
         self.verify_vetoes = 0
         self.schema_attempts = 0
 

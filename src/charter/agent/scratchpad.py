@@ -160,7 +160,7 @@ class ScratchpadHook(LoopHook):
             ref = m.get("tool_call_id") or f"msg:{index}"
             lines.append(f"[{ref}] {m.get('role')}: {body}")
         spec = self.reorganizer.get("provider")
-        provider = get_provider(spec) if spec is not None else run.provider
+        provider = get_provider(spec) if spec is not None else run.aux_provider
         prompt = (
             f"Current scratchpad:\n{json.dumps(self.pad, ensure_ascii=False)}\n\n"
             "Recent turns:\n" + "\n".join(lines)

@@ -130,7 +130,8 @@ class StepJudgeHook(LoopHook):
             else:
                 verdict = parse_step_verdict(reply if isinstance(reply, str) else json.dumps(reply))
         else:
-            provider = get_provider(self.provider) if self.provider is not None else run.provider
+            spec = self.provider
+            provider = get_provider(spec) if spec is not None else run.aux_provider
             request = LlmRequest(
                 model=self.model or run.cfg.model,
                 system=self.system,
