@@ -508,6 +508,10 @@ PROBES: dict[str, Probe] = {
         lambda r, p: r.status == "watchdog",
         base={"daemon": True, "wake_interval_ms": 1000, "max_iterations": 2},
     ),
+    "system_reminders": Probe(
+        {"system_reminders": ["Never push to main."]},
+        lambda r, p: "Never push to main." in _all_text(p),
+    ),
     "output_schema": Probe(
         {"output_schema": SCHEMA},
         lambda r, p: "data" in r.to_dict(),

@@ -56,6 +56,7 @@ from .providers import (
     ToolCallRequest,
     get_provider,
 )
+from .reminders import agent_system_reminder
 from .result import STATUSES, AgentResult, LlmStats, ToolStats, TurnResult
 from .scoping import PersonaRun, Stage, current_persona_run, persona, persona_stages, step
 from .sessions import (
@@ -102,6 +103,7 @@ from .workers import (
 )
 
 __all__ = [
+    "agent_system_reminder",
     "agent_await_resumption",
     "parse_resume_conditions",
     "agent_chat_loop",

@@ -11,6 +11,7 @@ from .daemon import daemon_hook
 from .delegation import skill_tool
 from .narrowing import narrowing_hook, progress_hook
 from .options import AgentOptionError
+from .reminders import reminders_hook
 from .scratchpad import scratchpad_hook
 from .sessions import SessionHook, open_store
 from .skills import skills_hook
@@ -26,6 +27,7 @@ async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.Asyn
         run.hooks.add(SessionHook(open_store(options.get("session_store")), run.cfg.session_id))
     elif options.get("session_store") is not None:
         raise AgentOptionError("session_store", "needs session_id (which session to keep)")
+    run.hooks.add(reminders_hook(options.get("system_reminders")))
     daemon = daemon_hook(options)
     if daemon is not None:
         run.hooks.add(daemon)

@@ -132,6 +132,7 @@ KNOWN_OPTIONS: dict[str, Any] = {
     "watch_paths": None,
     "consolidate_on_idle": False,
     "idle_watchdog_attempts": None,
+    "system_reminders": None,
 }
 
 TOOL_FORMATS = ("native", "text", "none")
