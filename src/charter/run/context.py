@@ -102,6 +102,7 @@ class RunContext:
         router: ModelRouter,
         provider_spec: str | Provider,
         tools: Sequence[Tool] = (),
+        daemon_dir: Path | None = None,
     ) -> None:
         self.persona = persona
         self.name = persona.name
@@ -114,11 +115,13 @@ class RunContext:
         self.pack_dir = pack_dir
         self.model_policy = persona.model_policy
         self.tools: dict[str, Tool] = {t.name: t for t in tools}
+        self.daemon_events: list[dict[str, Any]] = []
         self._control = control
         self._gate = gate
         self._router = router
         self._provider_spec = provider_spec
         self._context = make_context(str(workspace))
+        self._daemon_dir = daemon_dir or pack_dir / ".charter" / "daemons"
 
     # -- facts -------------------------------------------------------------
 
@@ -157,6 +160,25 @@ class RunContext:
         for name, text in self.context_packs.items():
             parts.append(f"<context_pack name={name!r}>\n{text.strip()}\n</context_pack>")
         return "\n\n".join(p for p in parts if p)
+
+    # -- daemons -----------------------------------------------------------
+
+    def daemon_path(self, name: str) -> Path:
+        """Where this persona's daemon ``name`` keeps its queue and snapshot (its
+        ``persist_path``: ``<state dir>/daemons/<persona>/<name>``)."""
+        if not name or "/" in name or name.startswith("."):
+            raise ValueError(f"daemon name {name!r}: expected a plain name")
+        return self._daemon_dir / self.name / name
+
+    def daemon_trigger(self, name: str, event: Mapping[str, Any] | None = None) -> str:
+        """Wake this persona's daemon ``name`` with ``event`` (default: this run's trigger);
+        durable, so a daemon that is down sees it when it resumes. Returns the event id."""
+        from charter.agent.daemon import trigger_path
+
+        body = dict(event) if event is not None else {"trigger": self.input}
+        event_id = trigger_path(self.daemon_path(name), {"run_id": self.run_id, **body})
+        self.daemon_events.append({"daemon": name, "event_id": event_id})
+        return event_id
 
     # -- tools -------------------------------------------------------------
 

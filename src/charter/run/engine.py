@@ -397,6 +397,7 @@ def execute_admitted(
             router=router,
             provider_spec=spec,
             tools=builtin_tools(str(workspace), ask_user=_user_callback(options.user)),
+            daemon_dir=_daemon_dir(session),
         )
         with _policy_stack(persona, inbox_item) as stage_receipts:
             result.result = _jsonable(_invoke(func, ctx))
@@ -932,6 +933,14 @@ def run_persona(
 def resume_persona(name: str, *, options: RunOptions | None = None) -> ResumeResult:
     with session_scope(options or RunOptions()) as session:
         return resume_in_session(session, name)
+
+
+def _daemon_dir(session: Session) -> Path:
+    """Daemons live beside the SQLite state (``<state dir>/daemons``), else in the pack."""
+    path = getattr(session.log, "path", None)
+    if isinstance(path, Path):
+        return path.parent / "daemons"
+    return session.base / ".charter" / "daemons"
 
 
 def _user_callback(user: Any) -> Any:
