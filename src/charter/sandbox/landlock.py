@@ -184,11 +184,16 @@ def _under(path: str, root: str) -> bool:
 
 
 def _minimal(paths: Iterable[str]) -> list[str]:
+    """``paths`` without those beneath another one (sorted by components, a path's
+    descendants follow it directly, so one comparison with the last kept suffices)."""
+    unique = set(paths)
+    if "/" in unique:
+        return ["/"]
     kept: list[str] = []
-    for path in sorted(set(paths), key=lambda p: (p.count("/"), p)):
-        if not any(_under(path, k) for k in kept):
+    for path in sorted(unique, key=lambda p: p.rstrip("/").split("/")):
+        if not kept or not _under(path, kept[-1]):
             kept.append(path)
-    return sorted(kept)
+    return kept
 
 
 def landlock_args(
@@ -208,6 +213,21 @@ def landlock_args(
     - network ``NONE``: no TCP connect or bind (ABI 4); ``PROXY``: TCP connect only to
       the bridge port; both also scope abstract unix sockets and signals (ABI 6).
     """
+    return list(
+        _landlock_args(profile, abi, env.get("PATH", ""), tuple(private_dirs), tuple(extra_read))
+    )
+
+
+# The same profile, PATH and extra roots give the same rules: kept, since a shell call
+# builds a new (equal) profile every time.
+@lru_cache(maxsize=64)
+def _landlock_args(
+    profile: SandboxProfile,
+    abi: int,
+    path_var: str,
+    private_dirs: tuple[str, ...],
+    extra_read: tuple[str, ...],
+) -> tuple[str, ...]:
     out: list[str] = []
     if profile.readable != ("/",) or profile.writable != ("/",):
         if profile.readable == ("/",):
@@ -217,7 +237,7 @@ def landlock_args(
             reads = [
                 *profile.readable,
                 *SYSTEM_READ_ROOTS,
-                *path_roots(env.get("PATH", ""), home),
+                *path_roots(path_var, home),
                 *(os.path.join(home, f) for f in HOME_READ_FILES),
                 *profile.writable,
                 *private_dirs,
@@ -236,7 +256,7 @@ def landlock_args(
             out += ["-c", str(_BRIDGE_PORT)]
         if abi >= SCOPE_ABI:
             out.append("-u")
-    return out
+    return tuple(out)
 
 
 def bridge_args(proxy_socket: str) -> list[str]:
