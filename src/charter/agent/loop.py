@@ -17,6 +17,7 @@ from typing import Any
 from charter.policy import (
     AgentScope,
     Policy,
+    current_stack,
     decide_current_resource,
     make_context,
     with_execution_policy,
@@ -319,6 +320,7 @@ class _Run:
         self.iteration = 0
         self.limit = cfg.budget.initial
         self.aux_provider = _AuxProvider(self)
+        self._visible: tuple[Any, list[Tool]] | None = None
         self.verify_vetoes = 0
         self.schema_attempts = 0
 
@@ -352,13 +354,22 @@ class _Run:
         return "\n\n".join(parts) if parts else None
 
     def visible_tools(self, tools: list[Tool]) -> list[Tool]:
-        """The tool surface the model sees: tools the active stack allows by name."""
+        """The tool surface the model sees: tools the active stack allows by name.
+
+        Recomputed only when the stack (an immutable tuple: a pushed frame makes a new
+        one), the tools or the narrowed set changed; turns in between reuse it."""
+        stack = current_stack()
+        key = (stack, tuple(map(id, tools)), frozenset(self.hidden_tools))
+        if self._visible is not None and self._visible[0] == key:
+            return self._visible[1]
         hidden = self.hidden_tools
-        return [
+        visible = [
             t
             for t in tools
             if t.name.lower() not in hidden and decide_current_resource("tools", t.name).allowed
         ]
+        self._visible = (key, visible)
+        return visible
 
     def prompt_messages(self, iteration: int, system: str | None) -> tuple[list[Any], Any]:
         # No copy: the recorded list only grows, and every rewrite (compaction, a replaced

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 _TRACER: Any = None
+_TRACE: Any = None  # the opentelemetry.trace module, once imported
 _AVAILABLE: bool | None = None
 SCOPE = "charter"
 OTLP_ENV = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
@@ -56,15 +57,17 @@ def _configure_otlp() -> None:
 
 def tracer() -> Any:
     """The ``charter`` tracer, or ``None`` without the extra."""
-    global _TRACER
+    global _TRACER, _TRACE
     if not available():
         return None
-    from opentelemetry import trace
+    if _TRACE is None:
+        from opentelemetry import trace
 
+        _TRACE = trace
     if _TRACER is None:
         _configure_otlp()
-        _TRACER = trace.get_tracer(SCOPE)
-    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        _TRACER = _TRACE.get_tracer(SCOPE)
+    if isinstance(_TRACE.get_tracer_provider(), _TRACE.ProxyTracerProvider):
         return None  # no provider installed (yet): spans would be dropped, skip their cost
     return _TRACER
 
