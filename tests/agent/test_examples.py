@@ -38,6 +38,11 @@ EXPECT = {
     ],
     "daemon_watch.py": ["pending events: 0", "final state: idle daemon_stopped"],
     "chat_with_simulated_user.py": ["turns: 2 closed: simulated_user_stop"],
+    "captain_preset.py": [
+        "merged: [461]",
+        "audited tools: ['list_prs', 'merge_pr']",
+        "model calls logged: 4 status: done",
+    ],
 }
 
 
