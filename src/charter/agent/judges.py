@@ -121,8 +121,11 @@ class JudgeConfig:
         }
 
 
-def parse_verdict(text: str) -> dict[str, Any]:
-    """Read ``{verdict, reasoning, next_step}`` from a judge reply (JSON, possibly fenced)."""
+def read_verdict(
+    text: str, verdicts: tuple[str, ...], unreadable: dict[str, Any]
+) -> dict[str, Any]:
+    """``{verdict, reasoning, next_step}`` from a judge reply (JSON, possibly fenced), or
+    ``unreadable`` when there is no object with one of ``verdicts``."""
     match = _OBJECT.search(text or "")
     data: Any = None
     if match:
@@ -130,13 +133,22 @@ def parse_verdict(text: str) -> dict[str, Any]:
             data = json.loads(match.group(0))
         except json.JSONDecodeError:
             data = None
-    if not isinstance(data, dict) or data.get("verdict") not in ("done", "continue"):
-        return {"verdict": "done", "reasoning": "unparseable judge reply", "next_step": None}
+    if not isinstance(data, dict) or data.get("verdict") not in verdicts:
+        return dict(unreadable)
     return {
         "verdict": data["verdict"],
         "reasoning": data.get("reasoning"),
         "next_step": data.get("next_step"),
     }
+
+
+def parse_verdict(text: str) -> dict[str, Any]:
+    """Read a completion judge's ``{verdict: done|continue, reasoning, next_step}``."""
+    return read_verdict(
+        text,
+        ("done", "continue"),
+        {"verdict": "done", "reasoning": "unparseable judge reply", "next_step": None},
+    )
 
 
 async def run_judge(

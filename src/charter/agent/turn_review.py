@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import inspect
 import json
-import re
 import time
 from collections.abc import Mapping
 from typing import Any
 
 from .completion import judge_once
 from .hooks import LoopHook
+from .judges import read_verdict
 from .options import AgentOptionError
 from .providers import LlmRequest, get_provider
 
@@ -47,30 +47,20 @@ _KEYS = {
     "skip_when_iterations_remaining",
     "judge",
 }
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
 
 
 def parse_step_verdict(text: str) -> dict[str, Any]:
     """``{verdict: accept|reject, reasoning, next_step}``; unreadable replies reject (fail
     closed: an unread review must not wave a step through)."""
-    match = _OBJECT.search(text or "")
-    data: Any = None
-    if match:
-        try:
-            data = json.loads(match.group(0))
-        except json.JSONDecodeError:
-            data = None
-    if not isinstance(data, dict) or data.get("verdict") not in ("accept", "reject"):
-        return {
+    return read_verdict(
+        text,
+        ("accept", "reject"),
+        {
             "verdict": "reject",
             "reasoning": "the step judge's reply could not be read",
             "next_step": None,
-        }
-    return {
-        "verdict": data["verdict"],
-        "reasoning": data.get("reasoning"),
-        "next_step": data.get("next_step"),
-    }
+        },
+    )
 
 
 class StepJudgeHook(LoopHook):
