@@ -214,3 +214,25 @@ def test_sqlite_stores_compact_sorted_utf8_json(tmp_path: Any) -> None:
     with sqlite3.connect(tmp_path / DB_FILENAME) as conn:
         row = conn.execute("SELECT payload FROM events").fetchone()
     assert row == ('{"a":[1,{"c":2,"d":1}],"b":"é"}',)
+
+
+def test_floats_jsonb_would_rewrite_are_stored_as_it_reads_them(log: EventLog) -> None:
+    # PostgreSQL's jsonb reads 1e+16 back as an integer and -0.0 as 0.0: the chain must
+    # hash what every backend returns, or audit verify fails (it did on PostgreSQL)
+    payload = {
+        "big": 1e16,
+        "huge": 1e300,
+        "neg0": -0.0,
+        "list": [2.5e20, 1e23, 1.5e-7, 0.1],
+        "nested": {"x": 1.2345678901234568e17},
+        "text": "one+two e+3 -0.0",
+    }
+    log.append([NewEvent("p", "k", AT, payload)])
+    stored = log.read(after=0)[-1].payload
+    assert stored["big"] == 10**16 and isinstance(stored["big"], int)
+    assert stored["huge"] == 10**300
+    assert stored["neg0"] == 0.0 and str(stored["neg0"]) == "0.0"
+    assert stored["list"] == [250000000000000000000, 10**23, 1.5e-7, 0.1]
+    assert stored["nested"]["x"] == 123456789012345680
+    assert stored["text"] == "one+two e+3 -0.0"
+    assert verify(log).ok
