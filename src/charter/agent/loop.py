@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import os
 import time
@@ -43,6 +42,7 @@ from .providers import LlmRequest, LlmResponse, Provider, ProviderError, get_pro
 from .providers.base import ToolCallRequest
 from .reasoning import fold_options as fold_reasoning
 from .result import AgentResult, LlmStats, ToolStats, TurnResult
+from .stall import stall_check
 from .suspension import TOOL, await_tool
 from .textmode import (
     DEFAULT_SENTINEL,
@@ -54,9 +54,7 @@ from .textmode import (
 )
 from .tools import Tool, as_tools
 from .transcript import TranscriptSink
-
-#: What ``post_turn_callback`` may set for the next iteration through ``next_options``.
-NEXT_OPTIONS = ("llm_options", "tool_choice", "temperature", "max_tokens", "model", "nudge")
+from .turns import loop_control, post_turn
 
 PROGRESS_GUIDANCE = (
     "Work step by step. Use the available tools to gather evidence and make changes; "
@@ -85,11 +83,6 @@ def _default_nudge(fmt: str, sentinel: str | None, allow_sentinel: bool) -> str:
     marker = f"<done>{sentinel}</done>" if fmt == "text" else str(sentinel)
     what = "tool progress" if fmt == "text" else "progress"
     return f"Continue with concrete {what}. Write {marker} only when the task is truly complete."
-
-
-def _digest(args: Mapping[str, Any]) -> str:
-    blob = json.dumps(args, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 class _Config:
@@ -650,7 +643,7 @@ class _Run:
                 outcomes = await self.dispatcher.dispatch(calls)
                 saw_tool_result = True
                 self.record_outcomes(iteration, outcomes, native_ids)
-                self.stall_check(iteration, calls)
+                stall_check(self, iteration, calls)
             turn_info["tool_count"] = len(outcomes)
 
             # -- completion candidate? --
@@ -676,7 +669,7 @@ class _Run:
             post_stop = replied = False
             if cfg.post_turn is not None:
                 before = len(self.messages)
-                post_stop, reason = self.post_turn(iteration, text, shown, calls, outcomes)
+                post_stop, reason = post_turn(self, iteration, text, shown, calls, outcomes)
                 if post_stop:
                     stop_reason = reason
                 # a message in answer to a text-only turn (a simulated user) continues it
@@ -744,7 +737,8 @@ class _Run:
             self.next_nudge = None
 
             # -- iteration budget / loop_control --
-            command = self.loop_control(
+            command = loop_control(
+                self,
                 iteration,
                 limit,
                 extensions,
@@ -864,22 +858,6 @@ class _Run:
             self.messages.append({"role": "user", "content": str(feedback)})
         return None
 
-    def would_stall(self, calls: list[ToolCallRequest]) -> bool:
-        """Whether dispatching ``calls`` makes stall diagnostics fire (nothing is changed)."""
-        stall = self.cfg.stall
-        if stall is None:
-            return False
-        last, streak = self._last_sig, self._streak
-        for call in calls:
-            sig = call.name + ":" + _digest(call.arguments)
-            if sig == last and call.name not in stall["exempt"]:
-                streak += 1
-            else:
-                streak, last = 1, sig
-            if streak == stall["threshold"]:
-                return True
-        return False
-
     def iterations_left(self) -> int:
         """Iterations the current budget allows after the current one."""
         return self.limit - self.iteration
@@ -906,176 +884,6 @@ class _Run:
         else:
             blocks = [render_tool_result(o.name, o.call_id, o.rendered) for o in outcomes]
             self.messages.append({"role": "user", "content": "\n".join(blocks)})
-
-    def stall_check(self, iteration: int, calls: list[ToolCallRequest]) -> None:
-        stall = self.cfg.stall
-        if stall is None:
-            return
-        for call in calls:
-            sig = call.name + ":" + _digest(call.arguments)
-            if sig == self._last_sig and call.name not in stall["exempt"]:
-                self._streak += 1
-                self.repeated_calls += 1
-            else:
-                self._streak = 1
-                self._last_sig = sig
-            if self._streak == stall["threshold"]:
-                warning: dict[str, Any] = {
-                    "iteration": iteration,
-                    "tool": call.name,
-                    "count": self._streak,
-                    "arguments_digest": _digest(call.arguments),
-                }
-                if stall["include_arguments"]:
-                    warning["arguments"] = dict(call.arguments)
-                self.stall_warnings.append(warning)
-                self.event("stall_warning", **warning)
-                if stall["inject_feedback"] and self.stall_feedback < stall["max_feedback"]:
-                    self.stall_feedback += 1
-                    self.messages.append(
-                        {
-                            "role": "user",
-                            "content": f"You have called {call.name} {self._streak} times in a row "
-                            "with identical arguments. Change approach or finish.",
-                        }
-                    )
-
-    def post_turn(
-        self,
-        iteration: int,
-        text: str,
-        shown: str,
-        calls: list[ToolCallRequest],
-        outcomes: list[ToolOutcome],
-    ) -> tuple[bool, str | None]:
-        ts = self.tool_stats
-        info = {
-            "session_id": self.cfg.session_id,
-            "iteration": iteration,
-            "has_tool_calls": bool(calls),
-            "dispatch": [o.to_dict() for o in outcomes] if outcomes else None,
-            "tool_results": [o.summary() for o in outcomes],
-            "tool_count": len(outcomes),
-            "successful_tool_names": [o.name for o in outcomes if o.ok],
-            "rejected_tool_names": [o.name for o in outcomes if not o.ok],
-            "session_successful_tools": list(ts.successful),
-            "session_rejected_tools": list(ts.rejected),
-            "text": text,
-            "visible_text": shown,
-        }
-        callback = self.cfg.post_turn
-        assert callback is not None
-        out = callback(info)
-        if isinstance(out, str):
-            if out:
-                self.messages.append({"role": "user", "content": out})
-            return False, None
-        if isinstance(out, bool):
-            return out, "post_turn_stop" if out else None
-        if isinstance(out, Mapping):
-            if out.get("message"):
-                self.messages.append({"role": "user", "content": str(out["message"])})
-            if out.get("llm_options"):
-                self.next_llm_options.update(dict(out["llm_options"]))
-            self.merge_next_options(out.get("next_options") or {})
-            if out.get("stop"):
-                return True, str(out.get("stop_reason") or "post_turn_stop")
-        return False, None
-
-    def merge_next_options(self, next_options: Mapping[str, Any]) -> None:
-        """``post_turn_callback``'s ``next_options``: options for the next iteration only."""
-        unknown = set(next_options) - set(NEXT_OPTIONS)
-        if unknown:
-            raise AgentOptionError(
-                "post_turn_callback",
-                f"next_options: unsupported key(s) {', '.join(sorted(unknown))} "
-                f"(per-iteration options: {', '.join(NEXT_OPTIONS)})",
-            )
-        if next_options.get("llm_options"):
-            self.next_llm_options.update(dict(next_options["llm_options"]))
-        for key in ("tool_choice", "temperature", "max_tokens"):
-            if next_options.get(key) is not None:
-                self.next_llm_options[key] = next_options[key]
-        if next_options.get("model"):
-            self.next_model = str(next_options["model"])
-        if next_options.get("nudge"):
-            self.next_nudge = str(next_options["nudge"])
-
-    def loop_state(
-        self,
-        iteration: int,
-        limit: int,
-        extensions: int,
-        outcomes: list[ToolOutcome],
-        shown: str,
-        proposed: bool,
-        vetoed: bool,
-        verdict: dict[str, Any] | None,
-        fallback_used: bool,
-    ) -> dict[str, Any]:
-        ts = self.tool_stats
-        successful = [o.name for o in outcomes if o.ok]
-        missing = self.required_missing()
-        changed = bool(outcomes) or bool(shown)
-        return {
-            "iteration": iteration,
-            "budget": {
-                "current_limit": limit,
-                "max": self.cfg.budget.max,
-                "remaining": limit - iteration,
-                "extension_count": extensions,
-            },
-            "turn": {
-                "tool_call_count": len(outcomes),
-                "successful_tool_names": successful,
-                "rejected_tool_names": [o.name for o in outcomes if not o.ok],
-                "text_chars": len(shown),
-                "native_fallback_used": fallback_used,
-            },
-            "session": {
-                "successful_tool_names": list(ts.successful),
-                "rejected_tool_names": list(ts.rejected),
-                "required_tools_satisfied": not missing,
-                "required_tools_missing": missing,
-            },
-            "completion": {
-                "proposed": proposed,
-                "vetoed": vetoed,
-                "verdict": None if verdict is None else verdict.get("verdict"),
-                "feedback": None if verdict is None else verdict.get("feedback"),
-            },
-            "progress": {
-                "changed": changed,
-                "summary": "completion gate vetoed"
-                if vetoed
-                else f"executed {len(outcomes)} tool call(s)"
-                if outcomes
-                else "wrote text"
-                if shown
-                else "no progress",
-            },
-        }
-
-    def loop_control(self, iteration: int, limit: int, extensions: int, *args: Any) -> Any:
-        cfg = self.cfg
-        if cfg.loop_control is None and cfg.budget.mode != "adaptive":
-            return None
-        state = self.loop_state(iteration, limit, extensions, *args)
-        if cfg.loop_control is not None:
-            command = cfg.loop_control(state)
-            if command is not None and not isinstance(command, Mapping):
-                raise AgentOptionError("loop_control", "must return None or a command dict")
-            return command
-        # The default adaptive policy: extend only at the cap edge, on evidence.
-        if state["budget"]["remaining"] > 0:
-            return None
-        if state["completion"]["vetoed"]:
-            return {"action": "extend", "reason": "completion gate vetoed"}
-        if not state["session"]["required_tools_satisfied"]:
-            return {"action": "extend", "reason": "require_successful_tools unsatisfied"}
-        if state["turn"]["tool_call_count"] > 0:
-            return {"action": "extend", "reason": "recent turn made progress"}
-        return None
 
     def finish(
         self, status: str, error: dict[str, Any] | None, stop_reason: str | None

@@ -30,6 +30,7 @@ from .hooks import LoopHook
 from .judges import read_verdict
 from .options import AgentOptionError
 from .providers import LlmRequest, get_provider
+from .stall import would_stall
 
 STEP_JUDGE_SYSTEM = (
     "You review one step of an agent before its tool calls run. Reply with JSON only: "
@@ -96,7 +97,7 @@ class StepJudgeHook(LoopHook):
         if not calls and self.skip_empty:
             self._skip(run, iteration, "no tool calls")
             return None
-        if self.skip_stalled and run.would_stall(calls):
+        if self.skip_stalled and would_stall(run, calls):
             self._skip(run, iteration, "stalled")
             return None
         if run.iterations_left() < self.skip_remaining:
@@ -165,7 +166,7 @@ class StalledJudgeHook(LoopHook):
         self, run: Any, iteration: int, text: str, calls: list[Any]
     ) -> dict[str, Any] | None:
         judge = run.cfg.done_judge
-        if judge is None or not calls or not run.would_stall(calls):
+        if judge is None or not calls or not would_stall(run, calls):
             return None
         if not judge.due(iteration, {"iteration": iteration, "messages": run.messages}, "stalled"):
             return None
