@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import os
 import platform
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -69,8 +74,61 @@ def install_hint() -> str:
     return "install the 'bubblewrap' and 'socat' packages of your distribution"
 
 
+#: How long a successful probe stays valid on disk (a launch is a new process each time).
+PROBE_TTL_S = 3600
+_USERNS_SYSCTLS = (
+    "/proc/sys/kernel/unprivileged_userns_clone",
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+    "/proc/sys/user/max_user_namespaces",
+)
+
+
+def _probe_key(binary: str) -> str:
+    """What a probe's answer depends on: the binary, the kernel, the user, the sysctls."""
+    parts = [binary, platform.release(), str(os.getuid())]
+    try:
+        st = os.stat(binary)
+        parts += [str(st.st_mtime_ns), str(st.st_size)]
+    except OSError:
+        parts.append("missing")
+    for path in _USERNS_SYSCTLS:
+        try:
+            with open(path, encoding="ascii") as fh:
+                parts.append(fh.read().strip())
+        except OSError:
+            parts.append("-")
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
 @lru_cache(maxsize=8)
 def _probe(binary: str) -> tuple[bool, str | None, str | None]:
+    """The probe, or its cached success from an earlier process (two subprocesses saved
+    per ``charter launch``). Only successes are cached: a sandbox that cannot be made is
+    probed again every time, and a cached success that became wrong fails closed when
+    bubblewrap itself then refuses to start."""
+    from charter.sandbox.landlock import helper_cache_dir
+
+    key = _probe_key(binary)
+    cache = os.path.join(helper_cache_dir(), f"probe-{key[:32]}.json")
+    try:
+        with open(cache, encoding="utf-8") as fh:
+            data = json.load(fh)
+        if time.time() - float(data["at"]) < PROBE_TTL_S:
+            return True, data.get("version"), None
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    result = _run_probe(binary)
+    if result[0]:
+        with contextlib.suppress(OSError):
+            os.makedirs(os.path.dirname(cache), exist_ok=True)
+            tmp = f"{cache}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump({"at": time.time(), "version": result[1]}, fh)
+            os.replace(tmp, cache)
+    return result
+
+
+def _run_probe(binary: str) -> tuple[bool, str | None, str | None]:
     try:
         version = subprocess.run(
             [binary, "--version"], capture_output=True, text=True, timeout=10, check=False
