@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from charter.runtime import open_event_log
 
 from .conftest import charter_argv, executed, invoke, persona_toml
@@ -212,6 +214,73 @@ def test_the_database_goes_away_and_comes_back(make_pack: Callable[..., Path]) -
         cut()
         admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
         admin.close()
+    completed = sorted(p["work_key"] for k, p in log if k == "persona.run.completed")
+    assert completed == ["webhook:test:go:after", "webhook:test:go:before"]
+    assert out.count("state store unavailable") == 1, out  # once per outage
+    assert "state store reachable again" in out
+
+
+def _restart_cluster() -> None:
+    """``pg_ctlcluster <version> main restart``: the real thing, not a connection cut."""
+    import shutil
+    import subprocess
+
+    versions = sorted(os.listdir("/etc/postgresql")) if os.path.isdir("/etc/postgresql") else []
+    if not versions or shutil.which("pg_ctlcluster") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI runs against the local Debian cluster: pg_ctlcluster is missing")
+        pytest.skip("no local Debian PostgreSQL cluster to restart")
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "restart"],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    for _ in range(100):
+        ready = subprocess.run(["pg_isready", "-q", "-h", "127.0.0.1"], check=False)
+        if ready.returncode == 0:
+            return
+        time.sleep(0.2)
+    raise AssertionError("PostgreSQL did not come back after the restart")
+
+
+def test_postgresql_restarted_under_serve(make_pack: Callable[..., Path]) -> None:
+    """``pg_ctlcluster ... restart`` while serve runs: it reconnects, says so once, and
+    every work key runs exactly once."""
+    import psycopg
+
+    from .test_postgres import PG_BASE_URL
+
+    name = f"charter_restart_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(PG_BASE_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = PG_BASE_URL.rsplit("/", 1)[0] + f"/{name}"
+    pack = make_pack()
+    proc, base = _serve(pack, url)
+    try:
+        _hook(base, "before", {"calls": []})
+        _wait(url, lambda log: any(k == "persona.run.completed" for k, _ in log))
+        _restart_cluster()
+        accepted = False
+        for _ in range(300):  # the sender retries until serve answers 202 again
+            try:
+                _hook(base, "after", {"calls": []})
+                accepted = True
+                break
+            except urllib.error.HTTPError as exc:
+                assert exc.code == 503
+                time.sleep(0.1)
+        assert accepted
+        _wait(url, lambda log: sum(k == "persona.run.completed" for k, _ in log) == 2)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+        log = _kinds(url)
+        with psycopg.connect(PG_BASE_URL, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = %s AND pid <> pg_backend_pid()",
+                (name,),
+            )
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
     completed = sorted(p["work_key"] for k, p in log if k == "persona.run.completed")
     assert completed == ["webhook:test:go:after", "webhook:test:go:before"]
     assert out.count("state store unavailable") == 1, out  # once per outage
