@@ -8,7 +8,10 @@ overlay, MCP servers and user arguments to filter):
 * ``charter launch claude rev --dry-run -- -p hi --permission-mode bypassPermissions``
 * ``charter print-policy claude rev``
 * ``charter launch claude rev --run-mode swap -- -p hi`` with a stand-in ``claude`` that
-  exits at once (so: plan + temp files + swap + fork/exec + restore + cleanup)
+  exits at once (so: plan + temp files + swap + fork/exec + restore + cleanup), in
+  charter's sandbox (the persona's rules ask for it) and with ``--sandbox never``; the
+  same in ``unshare`` mode (the default; the fair comparison for the sandbox, which binds
+  the overlay the same way, while swap mode fsyncs a journal)
 * ``charter --version`` and ``charter --help`` (answered without importing click; goal:
   under 3x ``python -c pass``),
 * ``python -c pass`` for reference,
@@ -19,6 +22,11 @@ launch), then the first two again with ``CHARTER_LAUNCH_CACHE=0`` (a changed per
 Target: under 80 ms median for the first two (a bash launcher doing the same job takes
 about 120 ms). Medians of wall-clock times; the machine is shared, so look at the minimum
 too.
+
+``--baseline SRC`` (the ``src`` directory of another charter checkout, e.g. from
+``git archive <commit> src | tar -x -C /tmp/old``) times that code too, run for run
+alternating with this one (``PYTHONPATH=SRC`` in front of the installed package), so a
+before/after comparison sees the same machine load.
 """
 
 from __future__ import annotations
@@ -78,19 +86,25 @@ def _setup(root: Path) -> tuple[Path, dict[str, str]]:
     return repo, env
 
 
-def _time(cmd: list[str], cwd: Path, env: dict[str, str], runs: int) -> list[float]:
-    subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, check=True)  # warm caches
-    out = []
-    for _ in range(runs):
-        start = time.perf_counter()
+def _time(cmd: list[str], cwd: Path, envs: list[dict[str, str]], runs: int) -> list[list[float]]:
+    """``runs`` timings of ``cmd`` under each of ``envs``, the envs alternating run by run."""
+    for env in envs:  # warm caches
         subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, check=True)
-        out.append((time.perf_counter() - start) * 1000)
+    out: list[list[float]] = [[] for _ in envs]
+    for _ in range(runs):
+        for env, times in zip(envs, out, strict=True):
+            start = time.perf_counter()
+            subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, check=True)
+            times.append((time.perf_counter() - start) * 1000)
     return out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument(
+        "--baseline", metavar="SRC", help="another charter's src dir, timed alternately"
+    )
     args = parser.parse_args()
     charter = str(Path(sys.executable).with_name("charter"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -132,25 +146,54 @@ def main() -> int:
             "never",
             *cases["launch (swap, tool exits at once)"][6:],
         ]
-        print(f"{'case':<36} {'median':>8} {'min':>8} {'max':>8}  (ms, {args.runs} runs)")
+        # the default run mode: a sandboxed launch binds the overlay with bubblewrap, an
+        # unsandboxed one with unshare (swap mode fsyncs its journal: tens of ms of disk)
+        cases["launch (unshare, tool exits at once)"] = [
+            charter, "launch", "claude", "rev", "--run-mode", "unshare", "--", "-p", "hi"
+        ]  # fmt: skip
+        cases["launch (unshare, --sandbox never)"] = [
+            *cases["launch (unshare, tool exits at once)"][:6],
+            "--sandbox",
+            "never",
+            *cases["launch (unshare, tool exits at once)"][6:],
+        ]
+        labels = ["this"] + (["baseline"] if args.baseline else [])
+        width = 36 + (10 if args.baseline else 0)
+        print(f"{'case':<{width}} {'median':>8} {'min':>8} {'max':>8}  (ms, {args.runs} runs)")
         cases_nocache = {
             "launch --dry-run (no cache)": cases["launch --dry-run"],
             "print-policy (no cache)": cases["print-policy"],
         }
         runs = [(n, c, env) for n, c in cases.items()]
         runs += [(n, c, nocache) for n, c in cases_nocache.items()]
-        medians: dict[str, float] = {}
+        medians: dict[str, dict[str, float]] = {label: {} for label in labels}
         for name, cmd, case_env in runs:
-            times = _time(cmd, repo, case_env, args.runs)
-            medians[name] = statistics.median(times)
-            print(f"{name:<36} {medians[name]:8.1f} {min(times):8.1f} {max(times):8.1f}")
-        added = (
-            medians["launch (swap, tool exits at once)"] - medians["launch (swap, --sandbox never)"]
-        )
-        print(f"the sandbox adds {added:.1f} ms to a launch (goal: at most 20 ms)")
-        bare = medians["python -c pass"]
-        for name in ("charter --version", "charter --help"):
-            print(f"{name} / python -c pass: {medians[name] / bare:.2f}x (goal: under 3x)")
+            envs = [case_env]
+            if args.baseline:
+                old_path = os.pathsep.join(filter(None, [args.baseline, env.get("PYTHONPATH")]))
+                envs.append({**case_env, "PYTHONPATH": old_path})
+            for label, times in zip(labels, _time(cmd, repo, envs, args.runs), strict=True):
+                medians[label][name] = statistics.median(times)
+                shown = f"{name} [{label}]" if args.baseline else name
+                print(
+                    f"{shown:<{width}} {medians[label][name]:8.1f} {min(times):8.1f} "
+                    f"{max(times):8.1f}"
+                )
+        for label in labels:
+            m = medians[label]
+            suffix = f" [{label}]" if args.baseline else ""
+            for mode in ("unshare", "swap"):
+                added = (
+                    m[f"launch ({mode}, tool exits at once)"]
+                    - m[f"launch ({mode}, --sandbox never)"]
+                )
+                print(
+                    f"the sandbox adds {added:.1f} ms to a launch in {mode} mode "
+                    f"(goal: at most 20 ms){suffix}"
+                )
+            bare = m["python -c pass"]
+            for name in ("charter --version", "charter --help"):
+                print(f"{name} / python -c pass: {m[name] / bare:.2f}x (goal: under 3x){suffix}")
     return 0
 
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from types import FrameType
+from typing import Any
 
 from .errors import LaunchError
 from .job import Job
@@ -220,37 +221,73 @@ def _run_sandboxed(job: Job, overlay_path: str) -> int:
     The overlay is bound read-only over the placeholder at ``job.target`` inside the
     sandbox, as unshare mode does; the CLI's binary directory stays visible even when the
     sandbox gives it a private ``/tmp``. No sandbox can be made: refuse (fail closed).
+
+    Kept fast (the sandbox is a once-per-launch cost): the compiled sandbox comes from
+    disk while nothing it was built from changed (:mod:`charter.sandbox.compiled`), and
+    the proxy's socket listens at once while the proxy itself (asyncio, the policy
+    engine) starts in a thread as the CLI starts.
     """
-    from charter.policy import Frame, Policy
-    from charter.sandbox import SandboxUnavailable, sandbox_for
+    from charter.sandbox.availability import available
+    from charter.sandbox.compiled import compile_sandbox
+    from charter.sandbox.profile import NetworkMode
+    from charter.sandbox.runner import Sandbox
 
     assert job.sandbox is not None
-    frame = Frame(Policy.from_dict(job.sandbox["policy"]), label="launch:persona")
+    spec = job.sandbox
+    policy = spec["policy"]
     env = job.full_env()
     home = env.get("HOME") or os.path.expanduser("~")
-    box = sandbox_for(
-        [frame], job.workspace, home=home, extra_writable=job.sandbox["extra_writable"]
-    )
-    if isinstance(box, SandboxUnavailable):
+    if policy.get("sandbox") == "off":  # as sandbox_for: the policy opted out itself
+        return _run_child(job.argv, job)
+    needed = tuple(spec["needed"])  # as sandbox_for: what the policy restricts
+    info = available()
+    compiled = None
+    reasons = info.reasons
+    if info.ok:
+        compiled = compile_sandbox(
+            policy,
+            job.workspace,
+            home=home,
+            extra_writable=spec["extra_writable"],
+            volatile=job.tmpdir,
+        )
+        if compiled.profile.network is NetworkMode.PROXY and not info.proxy_ok:
+            compiled, needed = None, ("network",)
+    if compiled is None:
+        if not needed:  # restricts nothing the sandbox enforces, and none can be made
+            return _run_child(job.argv, job)
         raise LaunchError(
             f"{job.tool}: the persona's policy needs an OS sandbox here "
-            f"({'; '.join(job.sandbox['reasons']) or 'paths or network'}), and none can be "
-            f"made: {'; '.join(box.reasons)} (--sandbox=never launches without it, refused under "
+            f"({'; '.join(spec['reasons']) or 'paths or network'}), and none can be "
+            f"made: {'; '.join(reasons)} (--sandbox=never launches without it, refused under "
             "--strict-policy)",
             1,
         )
-    if box is None:  # the policy restricts nothing the sandbox enforces
-        return _run_child(job.argv, job)
+
+    def frames() -> list[Any]:
+        from charter.policy import Frame, Policy
+
+        return [Frame(Policy.from_dict(policy), label="launch:persona")]
+
+    sandbox = Sandbox(
+        frames,
+        job.workspace,
+        home=home,
+        extra_writable=spec["extra_writable"],
+        compiled=compiled,
+    )
     binary = os.path.realpath(job.argv[0])
     binds = [(overlay_path, job.target)]
     for directory in dict.fromkeys((os.path.dirname(job.argv[0]), os.path.dirname(binary))):
         binds.append((directory, directory))
-    with box:
-        inside = {**env, **{k: v for k, v in box.env().items() if "proxy" in k.lower()}}
-        argv = box.wrap(job.argv, cwd=job.workspace, env=inside, new_session=False, binds=binds)
+    sandbox.start(background=True)
+    try:
+        inside = {**env, **{k: v for k, v in sandbox.env().items() if "proxy" in k.lower()}}
+        argv = sandbox.wrap(job.argv, cwd=job.workspace, env=inside, new_session=False, binds=binds)
         status = _run_child(argv, job)
-        receipt = box.receipt(status)
-    for refusal in receipt.refused_hosts:
+    finally:
+        sandbox.stop()
+    for refusal in sandbox.receipt(status).refused_hosts:
         print(f"charter: sandbox refused {refusal.host}: {refusal.reason}", file=sys.stderr)
     return status
 
@@ -260,7 +297,8 @@ def execute(job: Job) -> int:
     check_binary(job)
     try:
         overlay_path = write_files(job)
-        if job.run_mode == "unshare" and not unshare_works():
+        # A sandboxed CLI gets its overlay from bubblewrap: no unshare probe (a subprocess)
+        if job.sandbox is None and job.run_mode == "unshare" and not unshare_works():
             print(
                 "charter: unshare is not available here (no user/mount namespaces); "
                 "falling back to swap mode",

@@ -280,6 +280,12 @@ def spec(
         "policy": sandbox_policy(policy, tool, env, home).to_dict(),
         "extra_writable": [*state_paths(tool, home, env), tmpdir],
         "reasons": reasons,
+        # the dimensions that make a missing sandbox a refusal (charter.sandbox.sandbox_for)
+        "needed": [
+            name
+            for name, rules in (("paths", policy.paths), ("network", policy.network))
+            if rules.restricted
+        ],
     }
 
 

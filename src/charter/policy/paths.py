@@ -98,6 +98,14 @@ def expand_pattern(pattern: str, ctx: PathContext) -> tuple[str, str]:
     A bare name such as ``*.pem`` or ``.netrc`` matches at any depth (gitignore style):
     it comes back as ``("/", "**/NAME")``.
     """
+    literal, rest = split_pattern(pattern, ctx)
+    return (literal if literal == "/" else os.path.realpath(literal)), rest
+
+
+def split_pattern(pattern: str, ctx: PathContext) -> tuple[str, str]:
+    """:func:`expand_pattern` before the literal prefix is resolved: ``realpath`` of the
+    first part is :func:`expand_pattern`'s prefix (callers that must tell later whether
+    the resolution still holds, such as a cached sandbox profile, resolve it themselves)."""
     text = pattern.strip()
     if text in ("*", "**"):
         return "/", ""
@@ -116,7 +124,7 @@ def expand_pattern(pattern: str, ctx: PathContext) -> tuple[str, str]:
             rest.append(part)
         else:
             literal.append(part)
-    prefix = os.path.realpath("/".join(literal) or "/")
+    prefix = "/".join(literal) or "/"
     # ``dir/**`` covers ``dir`` itself too: listing a denied tree reveals its contents.
     while rest and rest[-1] in ("**", ""):
         rest.pop()

@@ -21,13 +21,59 @@ the same effective policy:
 - :func:`available` / :func:`diagnostics` say what this machine can do.
 """
 
-from .availability import Availability, available, diagnostics, install_hint, landlock_abi
-from .bwrap import BASE_ENV, PROXY_PORT, bwrap_argv, bwrap_path, sandbox_env
-from .execute import SHELL_STARTUP_VARS, run_command
-from .profile import NetworkMode, SandboxProfile, build_profile, network_mode, writable_roots
-from .proxy import NetworkProxy, decide_host
-from .receipt import HostRefusal, SandboxReceipt, SandboxUnavailable, refused_paths_from
-from .runner import Sandbox, sandbox_for, shell_argv
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .availability import Availability, available, diagnostics, install_hint, landlock_abi
+    from .bwrap import BASE_ENV, PROXY_PORT, bwrap_argv, bwrap_path, sandbox_env
+    from .execute import SHELL_STARTUP_VARS, run_command
+    from .profile import NetworkMode, SandboxProfile, build_profile, network_mode, writable_roots
+    from .proxy import NetworkProxy, decide_host
+    from .receipt import HostRefusal, SandboxReceipt, SandboxUnavailable, refused_paths_from
+    from .runner import Sandbox, sandbox_for, shell_argv
+
+# Names are imported on first use: a sandboxed ``charter launch`` needs the profile and
+# bubblewrap modules at once, the policy engine and asyncio (the proxy, run_command) only
+# later or never, and each costs tens of milliseconds to import.
+_LAZY = {
+    "Availability": "availability",
+    "available": "availability",
+    "diagnostics": "availability",
+    "install_hint": "availability",
+    "landlock_abi": "availability",
+    "BASE_ENV": "bwrap",
+    "PROXY_PORT": "bwrap",
+    "bwrap_argv": "bwrap",
+    "bwrap_path": "bwrap",
+    "sandbox_env": "bwrap",
+    "SHELL_STARTUP_VARS": "execute",
+    "run_command": "execute",
+    "NetworkMode": "profile",
+    "SandboxProfile": "profile",
+    "build_profile": "profile",
+    "network_mode": "profile",
+    "writable_roots": "profile",
+    "NetworkProxy": "proxy",
+    "decide_host": "proxy",
+    "HostRefusal": "receipt",
+    "SandboxReceipt": "receipt",
+    "SandboxUnavailable": "receipt",
+    "refused_paths_from": "receipt",
+    "Sandbox": "runner",
+    "sandbox_for": "runner",
+    "shell_argv": "runner",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'charter.sandbox' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"charter.sandbox.{module}"), name)
+
 
 __all__ = [
     "BASE_ENV",

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import platform
 import shutil
-import subprocess
+import sys
 import time
+import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -45,9 +44,42 @@ class Availability:
 
 @lru_cache(maxsize=1)
 def landlock_abi() -> int | None:
-    """The kernel's Landlock ABI version, or None (not Linux, not built in, or disabled)."""
-    if platform.system() != "Linux":
+    """The kernel's Landlock ABI version, or None (not Linux, not built in, or disabled).
+
+    Kept on disk per boot (it cannot change before a reboot): asking the kernel needs
+    ctypes, a few milliseconds of import in every ``charter launch``."""
+    if not sys.platform.startswith("linux"):
         return None
+    from charter.sandbox.landlock import helper_cache_dir
+
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+            key = f"{fh.read().strip()}\0{os.uname().release}\0{os.geteuid()}"
+    except OSError:
+        return _ask_landlock_abi()
+    raw = key.encode()
+    cache = os.path.join(
+        helper_cache_dir(), f"abi-{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}.json"
+    )
+    try:
+        with open(cache, encoding="utf-8") as fh:
+            data = json.load(fh)
+        if data.get("key") == key:
+            abi = data.get("abi")
+            return abi if isinstance(abi, int) and abi > 0 else None
+    except (OSError, ValueError, AttributeError):
+        pass
+    found = _ask_landlock_abi()
+    with contextlib.suppress(OSError):
+        os.makedirs(os.path.dirname(cache), exist_ok=True)
+        tmp = f"{cache}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"key": key, "abi": found}, fh)
+        os.replace(tmp, cache)
+    return found
+
+
+def _ask_landlock_abi() -> int | None:
     import ctypes  # only when asked: most imports of charter never probe the kernel
 
     try:
@@ -84,8 +116,9 @@ _USERNS_SYSCTLS = (
 
 
 def _probe_key(binary: str) -> str:
-    """What a probe's answer depends on: the binary, the kernel, the user, the sysctls."""
-    parts = [binary, platform.release(), str(os.getuid())]
+    """What a probe's answer depends on: the binary, the kernel, the user, the sysctls
+    (stored whole in the cache file and compared: the file name is only a checksum)."""
+    parts = [binary, os.uname().release, str(os.getuid())]
     try:
         st = os.stat(binary)
         parts += [str(st.st_mtime_ns), str(st.st_size)]
@@ -97,7 +130,7 @@ def _probe_key(binary: str) -> str:
                 parts.append(fh.read().strip())
         except OSError:
             parts.append("-")
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+    return "\0".join(parts)
 
 
 @lru_cache(maxsize=8)
@@ -109,11 +142,14 @@ def _probe(binary: str) -> tuple[bool, str | None, str | None]:
     from charter.sandbox.landlock import helper_cache_dir
 
     key = _probe_key(binary)
-    cache = os.path.join(helper_cache_dir(), f"probe-{key[:32]}.json")
+    raw = key.encode()
+    cache = os.path.join(
+        helper_cache_dir(), f"probe-{zlib.crc32(raw):08x}{zlib.adler32(raw):08x}.json"
+    )
     try:
         with open(cache, encoding="utf-8") as fh:
             data = json.load(fh)
-        if time.time() - float(data["at"]) < PROBE_TTL_S:
+        if data.get("key") == key and time.time() - float(data["at"]) < PROBE_TTL_S:
             return True, data.get("version"), None
     except (OSError, ValueError, KeyError, TypeError):
         pass
@@ -123,12 +159,14 @@ def _probe(binary: str) -> tuple[bool, str | None, str | None]:
             os.makedirs(os.path.dirname(cache), exist_ok=True)
             tmp = f"{cache}.{os.getpid()}.tmp"
             with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump({"at": time.time(), "version": result[1]}, fh)
+                json.dump({"key": key, "at": time.time(), "version": result[1]}, fh)
             os.replace(tmp, cache)
     return result
 
 
 def _run_probe(binary: str) -> tuple[bool, str | None, str | None]:
+    import subprocess
+
     try:
         version = subprocess.run(
             [binary, "--version"], capture_output=True, text=True, timeout=10, check=False
@@ -178,7 +216,7 @@ def available(*, refresh: bool = False) -> Availability:
         _probe.cache_clear()
         landlock_abi.cache_clear()
     reasons: list[str] = []
-    if platform.system() != "Linux":
+    if not sys.platform.startswith("linux"):
         return Availability(False, None, None, False, None, ("OS sandboxing needs Linux",))
     binary = bwrap_path()
     ok = False

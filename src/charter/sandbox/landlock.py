@@ -16,11 +16,8 @@ mounts and namespaces are the primary mechanism; Landlock is defence in depth), 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import subprocess
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -92,6 +89,10 @@ def build_helper(*, refresh: bool = False) -> Helper:
 
 
 def _build() -> Helper:
+    import hashlib  # here, not at the top: a compiled sandbox on disk needs none of these
+    import subprocess
+    import tempfile
+
     if os.environ.get("CHARTER_LANDLOCK") == "off":
         return Helper(None, "disabled by CHARTER_LANDLOCK=off")
     try:

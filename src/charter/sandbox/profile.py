@@ -9,17 +9,20 @@ path and network rules in the terms a kernel can enforce.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-from charter.policy import SENSITIVE_PATHS, Policy, Rules, expand_pattern, make_context
-from charter.policy.paths import PathContext, PathMatcher, compile_paths
+if TYPE_CHECKING:  # imported by build_profile: a cached profile needs no policy engine
+    from charter.policy import Policy, Rules
+    from charter.policy.paths import PathContext, PathMatcher
 
 #: How many directory entries :func:`build_profile` inspects for denied names
 #: (``*.pem``, ``.env*``, ...) before giving up on the rest of the tree.
@@ -49,6 +52,29 @@ PROTECTED_DIRS = frozenset({".vscode", ".idea"})
 PROTECTED_NESTED = frozenset(
     {(".git", "hooks"), (".git", "config"), (".claude", "commands"), (".claude", "agents")}
 )
+
+
+def charter_dirs(home: str, *, create: bool = True) -> list[str]:
+    """charter's own cache and state directories (launch plans, compiled sandboxes, the
+    Landlock helper, swap backups and journals, sessions): read-only to a sandboxed
+    process even under a writable root, so it cannot rewrite what the next launch trusts
+    (a cached plan without its sandbox, a profile without its masks). Created when
+    missing (a directory made later inside the sandbox would not be protected)."""
+    env = os.environ
+    cache = env.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    state = env.get("XDG_STATE_HOME") or os.path.join(home, ".local", "state")
+    dirs = [os.path.join(cache, "charter"), os.path.join(state, "charter")]
+    if env.get("CHARTER_CACHE_DIR"):
+        dirs.append(env["CHARTER_CACHE_DIR"])
+    out = []
+    for path in dirs:
+        if not os.path.isabs(path):
+            continue
+        if create:
+            with contextlib.suppress(OSError):
+                os.makedirs(path, mode=0o700, exist_ok=True)
+        out.append(path)
+    return out
 
 
 class NetworkMode(StrEnum):
@@ -93,12 +119,184 @@ class SandboxProfile:
         """Every masked path (directories first)."""
         return self.masked_dirs + self.masked_files
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON (for the on-disk cache of :mod:`charter.sandbox.compiled`)."""
+        return {
+            "workspace": self.workspace,
+            "home": self.home,
+            "writable": list(self.writable),
+            "readable": list(self.readable),
+            "masked_dirs": list(self.masked_dirs),
+            "masked_files": list(self.masked_files),
+            "readonly": list(self.readonly),
+            "network": self.network.value,
+            "scan_complete": self.scan_complete,
+            "reasons": list(self.reasons),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SandboxProfile:
+        """The profile :meth:`to_dict` wrote."""
+        return cls(
+            workspace=str(data["workspace"]),
+            home=str(data["home"]),
+            writable=tuple(data["writable"]),
+            readable=tuple(data["readable"]),
+            masked_dirs=tuple(data["masked_dirs"]),
+            masked_files=tuple(data["masked_files"]),
+            readonly=tuple(data["readonly"]),
+            network=NetworkMode(data["network"]),
+            scan_complete=bool(data["scan_complete"]),
+            reasons=tuple(data["reasons"]),
+        )
+
+
+def path_kind(path: str) -> str:
+    """What is at ``path``: ``-`` nothing, ``d`` a directory, ``f`` anything else, each
+    prefixed with ``l`` for a symbolic link (``l-``: a dangling one)."""
+    try:
+        st = os.lstat(path)
+    except (OSError, ValueError):
+        return "-"
+    if not stat.S_ISLNK(st.st_mode):
+        return "d" if stat.S_ISDIR(st.st_mode) else "f"
+    try:
+        target = os.stat(path)
+    except (OSError, ValueError):
+        return "l-"
+    return "ld" if stat.S_ISDIR(target.st_mode) else "lf"
+
+
+def dir_signature(st: os.stat_result) -> list[int]:
+    """A directory's entries are unchanged while this is: an entry added, removed or
+    renamed moves mtime and ctime, and ctime cannot be set back (``touch -d`` moves it)."""
+    return [st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def entries_digest(entries: Iterable[os.DirEntry[str]]) -> str:
+    """SHA-256 of a directory's entries (name and type: ``l`` link, ``d`` directory, ``f``
+    anything else): what a listing for a profile depends on, besides link targets."""
+    parts = []
+    for entry in entries:
+        if entry.is_symlink():
+            kind = "l"
+        elif entry.is_dir(follow_symlinks=False):
+            kind = "d"
+        else:
+            kind = "f"
+        parts.append(f"{entry.name}\0{kind}")
+    return _sha256("\0\0".join(sorted(parts)).encode("utf-8", "surrogateescape"))
+
+
+def _sha256(data: bytes) -> str:
+    # hashlib loads OpenSSL (~3 ms, once per launch); the bare SHA-256 module is lighter
+    try:
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        try:
+            from _sha2 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+        except ImportError:
+            from hashlib import sha256  # type: ignore[no-redef,unused-ignore]
+    return str(sha256(data).hexdigest())
+
+
+def _listed_digest(path: str) -> str | None:
+    try:
+        with os.scandir(path) as it:
+            return entries_digest(it)
+    except OSError:
+        return None
+
+
+class Facts:
+    """What one :func:`build_profile` looked at in the filesystem, so that a later process
+    can tell whether the profile still holds (:mod:`charter.sandbox.compiled`).
+
+    Each fact is JSON: ``["r", path, realpath]``, ``["k", path, kind]`` (:func:`path_kind`)
+    or ``["d", directory, signature, digest]`` for a scanned directory: it holds while the
+    :func:`dir_signature` is the same or, when it moved (a launch's placeholder file came
+    and went), while the :func:`entries_digest` of a new listing is. A directory changed in
+    the last two seconds has no signature (a later change could keep the same
+    timestamps): it is always listed again.
+    """
+
+    __slots__ = ("items",)
+
+    def __init__(self) -> None:
+        self.items: list[list[Any]] = []
+
+    def real(self, path: str) -> str:
+        resolved = os.path.realpath(path)
+        self.items.append(["r", path, resolved])
+        return resolved
+
+    def kind(self, path: str) -> str:
+        found = path_kind(path)
+        self.items.append(["k", path, found])
+        return found
+
+    def directory(self, path: str, st: os.stat_result, digest: str) -> None:
+        recent = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < 2_000_000_000
+        self.items.append(["d", path, None if recent else dir_signature(st), digest])
+
+
+def facts_hold(items: Iterable[Sequence[Any]]) -> bool:
+    """Whether every fact a :class:`Facts` recorded is still true."""
+    for item in items:
+        tag, path, value = item[0], item[1], item[2]
+        if tag == "r":
+            if os.path.realpath(path) != value:
+                return False
+        elif tag == "k":
+            if path_kind(path) != value:
+                return False
+        elif tag == "d":
+            try:
+                if value is not None and dir_signature(os.stat(path)) == value:
+                    continue
+            except OSError:
+                return False
+            if _listed_digest(path) != item[3]:
+                return False
+        else:
+            return False
+    return True
+
+
+class _Looks:
+    """Filesystem questions of one build, answered live and recorded when asked to."""
+
+    __slots__ = ("facts",)
+
+    def __init__(self, facts: Facts | None) -> None:
+        self.facts = facts
+
+    def real(self, path: str) -> str:
+        if path == "/":
+            return path
+        return self.facts.real(path) if self.facts else os.path.realpath(path)
+
+    def kind(self, path: str) -> str:
+        return self.facts.kind(path) if self.facts else path_kind(path)
+
+    def exists(self, path: str) -> bool:
+        return self.kind(path) not in ("-", "l-")
+
+    def lexists(self, path: str) -> bool:
+        return self.kind(path) != "-"
+
+    def isdir(self, path: str) -> bool:
+        return self.kind(path) in ("d", "ld")
+
+    def plain_dir(self, path: str) -> bool:  # a directory, not a link to one
+        return self.kind(path) == "d"
+
 
 def _under(path: str, root: str) -> bool:
     return root == "/" or path == root or path.startswith(root.rstrip("/") + "/")
 
 
-_Expand = Callable[[str, PathContext], tuple[str, str]]
+_Expand = Callable[[str, "PathContext"], tuple[str, str]]
 
 
 def _roots(patterns: Iterable[str], ctx: PathContext, expand: _Expand) -> set[str]:
@@ -126,20 +324,32 @@ def _minimal(roots: Iterable[str]) -> tuple[str, ...]:
 
 
 def writable_roots(
-    rules: Rules, ctx: PathContext, *, expand: _Expand = expand_pattern
+    rules: Rules,
+    ctx: PathContext,
+    *,
+    expand: _Expand | None = None,
+    facts: Facts | None = None,
 ) -> tuple[str, ...]:
     """Roots an allow-list conjunction permits (``("/",)`` when unrestricted): for the
     ``write`` rules, the writable roots; for the ``read`` rules, the readable ones."""
     if not rules.allow:
         return ("/",)
-    groups = [_roots(group, ctx, expand) for group in rules.allow]
+    if expand is None:
+        from charter.policy import expand_pattern
+
+        expand = expand_pattern
+    resolve: _Expand = expand
+    look = _Looks(facts)
+    groups = [_roots(group, ctx, resolve) for group in rules.allow]
     roots = groups[0]
     for group in groups[1:]:
         roots = _meet(roots, group)
-    return _minimal(r for r in roots if os.path.isdir(r) or os.path.exists(r))
+    return _minimal(r for r in roots if look.exists(r))
 
 
 def _deny_patterns(policy: Policy, access: str) -> tuple[str, ...]:
+    from charter.policy import SENSITIVE_PATHS
+
     own = policy.paths.for_access(access).deny
     sensitive = tuple(p for name in policy.sensitive_denied() for p in SENSITIVE_PATHS[name])
     return tuple(dict.fromkeys(own + sensitive))
@@ -152,6 +362,7 @@ def build_profile(
     home: str | None = None,
     scan_roots: Sequence[str] = (),
     extra_writable: Sequence[str] = (),
+    facts: Facts | None = None,
 ) -> SandboxProfile:
     """The :class:`SandboxProfile` enforcing ``policy``'s path and network rules.
 
@@ -163,17 +374,34 @@ def build_profile(
     names (``*.pem``, ``.env*``) are found by walking the workspace, the writable roots
     under it and ``scan_roots`` (bounded by :data:`SCAN_LIMIT`), with the policy's own
     path matcher, case-insensitively as the policy matches denies.
+
+    ``facts`` records everything the build looked at in the filesystem (to keep the
+    profile on disk while those facts hold: :mod:`charter.sandbox.compiled`).
     """
+    from functools import cache
+
+    from charter.policy import make_context
+    from charter.policy.paths import compile_paths, split_pattern
+
+    look = _Looks(facts)
     ctx = make_context(workspace, home)
+    if facts is not None:  # what the context resolved, as facts of this build
+        facts.items.append(["r", workspace or os.getcwd(), ctx.workspace])
+        facts.items.append(["r", home or os.path.expanduser("~"), ctx.home])
+
     # Each pattern resolved once per build (read and write rules share most of them; the
     # resolution touches the filesystem, so it is not kept across builds).
-    expand = lru_cache(maxsize=None)(expand_pattern)
+    @cache
+    def expand(pattern: str, ctx: PathContext) -> tuple[str, str]:
+        literal, rest = split_pattern(pattern, ctx)
+        return look.real(literal), rest
+
     read_deny = _deny_patterns(policy, "read")
     write_deny = _deny_patterns(policy, "write")
-    writable = writable_roots(policy.paths.for_access("write"), ctx, expand=expand)
-    readable = writable_roots(policy.paths.for_access("read"), ctx, expand=expand)
-    extra = [os.path.realpath(os.path.expanduser(p)) for p in extra_writable]
-    extra = [p for p in extra if os.path.exists(p)]
+    writable = writable_roots(policy.paths.for_access("write"), ctx, expand=expand, facts=facts)
+    readable = writable_roots(policy.paths.for_access("read"), ctx, expand=expand, facts=facts)
+    extra = [look.real(os.path.expanduser(p)) for p in extra_writable]
+    extra = [p for p in extra if look.exists(p)]
     if writable != ("/",) and extra:
         writable = _minimal([*writable, *extra])
     if readable != ("/",) and extra:  # what the caller needs written, it needs read
@@ -184,17 +412,17 @@ def build_profile(
     readonly: set[str] = set()
     for pattern in read_deny:
         prefix, rest = expand(pattern, ctx)
-        if not rest and prefix != "/" and os.path.lexists(prefix):
+        if not rest and prefix != "/" and look.lexists(prefix):
             masked.add(prefix)
     for pattern in write_deny:
         prefix, rest = expand(pattern, ctx)
-        if not rest and prefix != "/" and os.path.lexists(prefix) and prefix not in masked:
+        if not rest and prefix != "/" and look.lexists(prefix) and prefix not in masked:
             readonly.add(prefix)
 
     read_matcher = compile_paths(read_deny, ctx, True) if read_deny else None
     write_matcher = compile_paths(write_deny, ctx, True) if write_deny else None
     roots = [ctx.workspace, *scan_roots, *(w for w in writable if w != "/")]
-    complete = _scan(_minimal(roots), read_matcher, write_matcher, masked, readonly)
+    complete = _scan(_minimal(roots), read_matcher, write_matcher, masked, readonly, look)
     if not complete:
         reasons.append(
             f"more than {SCAN_LIMIT} entries under the workspace: denied file names beyond "
@@ -202,13 +430,17 @@ def build_profile(
         )
 
     if any(_under(ctx.home, w) for w in writable):  # elsewhere the mounts are read-only
-        for name in PROTECTED_FILES | PROTECTED_DIRS:
+        for name in sorted(PROTECTED_FILES | PROTECTED_DIRS):
             in_home = os.path.join(ctx.home, name)
-            if os.path.lexists(in_home):
+            if look.lexists(in_home):
                 readonly.add(in_home)
 
+    for own in map(look.real, charter_dirs(ctx.home)):
+        if any(_under(own, w) for w in writable) and look.lexists(own):
+            readonly.add(own)
+
     masked_paths = _minimal(masked)
-    dirs = tuple(p for p in masked_paths if os.path.isdir(p) and not os.path.islink(p))
+    dirs = tuple(p for p in masked_paths if look.plain_dir(p))
     files = tuple(p for p in masked_paths if p not in dirs)
     ro = tuple(p for p in _minimal(readonly) if not any(_under(p, m) for m in masked_paths))
     return SandboxProfile(
@@ -238,16 +470,21 @@ def network_mode(rules: Rules) -> NetworkMode:
 class _Listing:
     """What one directory contributed to a profile, valid while its mtime is unchanged."""
 
-    mtime_ns: int
+    signature: tuple[int, ...]
     entries: int
     masked: tuple[str, ...]
     readonly: tuple[str, ...]
     subdirs: tuple[str, ...]
+    links: tuple[tuple[str, str], ...]  # (symlink, its resolved target), to record as facts
+    digest: str  # entries_digest, when the listing was made for a build keeping facts
+    path: str = ""
 
 
 # (directory, read matcher, write matcher) -> listing. Matchers come from the policy's
 # compile cache, so identical policies share entries. A directory modified within the last
-# second is always listed again: mtimes are coarser than the time between two calls.
+# second is always listed again: mtimes are coarser than the time between two calls. The
+# signature holds the ctime too: a sandboxed shell can set a directory's mtime back after
+# a denied file appears in it, never its ctime.
 _LISTINGS: OrderedDict[tuple[str, object, object], _Listing] = OrderedDict()
 _LISTINGS_LOCK = threading.Lock()
 _LISTINGS_MAX = 50_000
@@ -258,24 +495,29 @@ def _list_directory(
     directory: str,
     read_matcher: PathMatcher | None,
     write_matcher: PathMatcher | None,
+    look: _Looks,
 ) -> _Listing | None:
     try:
-        mtime = os.stat(directory).st_mtime_ns
+        st = os.stat(directory)
     except OSError:
         return None
+    signature = tuple(dir_signature(st))
     key = (directory, read_matcher, write_matcher)
     with _LISTINGS_LOCK:
         cached = _LISTINGS.get(key)
-        if cached is not None and cached.mtime_ns == mtime:
+        if cached is not None and cached.signature == signature:
             _LISTINGS.move_to_end(key)
+            _record(cached, look, st)
             return cached
     try:
-        entries = list(os.scandir(directory))
+        with os.scandir(directory) as it:
+            entries = list(it)
     except OSError:
         return None
     masked: list[str] = []
     readonly: list[str] = []
     subdirs: list[str] = []
+    links: list[tuple[str, str]] = []
     for entry in entries:
         path = entry.path
         name = entry.name
@@ -294,19 +536,43 @@ def _list_directory(
         if entry.is_symlink():
             # A link to a denied file elsewhere: mask what it points to.
             target = os.path.realpath(path)
+            links.append((path, target))
             if read_matcher is not None and read_matcher.first_match(target) is not None:
                 masked.append(target)
             elif write_matcher is not None and write_matcher.first_match(target) is not None:
                 readonly.append(target)
         elif entry.is_dir(follow_symlinks=False):
             subdirs.append(path)
-    listing = _Listing(mtime, len(entries), tuple(masked), tuple(readonly), tuple(subdirs))
-    if time.time_ns() - mtime > _FRESH_NS:
+    listing = _Listing(
+        signature,
+        len(entries),
+        tuple(masked),
+        tuple(readonly),
+        tuple(subdirs),
+        tuple(links),
+        entries_digest(entries) if look.facts is not None else "",
+        directory,
+    )
+    _record(listing, look, st)
+    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > _FRESH_NS:
         with _LISTINGS_LOCK:
             _LISTINGS[key] = listing
             if len(_LISTINGS) > _LISTINGS_MAX:
                 _LISTINGS.popitem(last=False)
     return listing
+
+
+def _record(listing: _Listing, look: _Looks, st: os.stat_result) -> None:
+    """Record what ``listing`` was computed from in the build's facts, if it keeps any."""
+    facts = look.facts
+    if facts is None:
+        return
+    digest = listing.digest
+    if not digest:  # listed by a build that kept no facts: list again for the digest
+        digest = _listed_digest(listing.path) or ""
+    facts.directory(listing.path, st, digest)
+    for link, target in listing.links:
+        facts.items.append(["r", link, target])
 
 
 def _scan(
@@ -315,11 +581,12 @@ def _scan(
     write_matcher: PathMatcher | None,
     masked: set[str],
     readonly: set[str],
+    look: _Looks,
 ) -> bool:
     seen = 0
-    stack = [r for r in roots if os.path.isdir(r)]
+    stack = [r for r in roots if look.isdir(r)]
     while stack:
-        listing = _list_directory(stack.pop(), read_matcher, write_matcher)
+        listing = _list_directory(stack.pop(), read_matcher, write_matcher, look)
         if listing is None:
             continue
         seen += listing.entries

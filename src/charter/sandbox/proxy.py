@@ -21,6 +21,7 @@ import asyncio
 import atexit
 import contextlib
 import os
+import socket
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -128,10 +129,26 @@ class NetworkProxy:
     host refused so far; :meth:`take_refusals` returns and clears them (one receipt per call).
     """
 
-    def __init__(self, frames: Sequence[Frame], *, socket_dir: str | None = None) -> None:
+    def __init__(
+        self,
+        frames: Sequence[Frame],
+        *,
+        socket_dir: str | None = None,
+        sock: socket.socket | None = None,
+        socket_path: str | None = None,
+    ) -> None:
         self.frames = network_frames(frames)
-        self._dir = tempfile.mkdtemp(prefix="charter-proxy-", dir=socket_dir)
-        self.socket_path = os.path.join(self._dir, "proxy.sock")
+        # ``sock``: a unix socket already bound to ``socket_path`` and listening (the
+        # caller owns its directory); else a fresh private directory and socket.
+        self._sock = sock
+        if sock is not None:
+            if socket_path is None:
+                raise ValueError("NetworkProxy(sock=...) needs the socket_path it is bound to")
+            self._dir: str | None = None
+            self.socket_path = socket_path
+        else:
+            self._dir = tempfile.mkdtemp(prefix="charter-proxy-", dir=socket_dir)
+            self.socket_path = os.path.join(self._dir, "proxy.sock")
         self.refusals: list[HostRefusal] = []
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -152,11 +169,14 @@ class NetworkProxy:
         loop = _shared_loop()
 
         async def listen() -> asyncio.AbstractServer:
+            if self._sock is not None:
+                return await asyncio.start_unix_server(self._serve, sock=self._sock)
             return await asyncio.start_unix_server(self._serve, path=self.socket_path)
 
         self._server = asyncio.run_coroutine_threadsafe(listen(), loop).result(timeout=10)
         self._loop = loop
-        os.chmod(self.socket_path, 0o600)
+        if self._sock is None:
+            os.chmod(self.socket_path, 0o600)
 
     def stop(self) -> None:
         """Stop serving: close the socket, end this proxy's connections, remove the socket."""
@@ -170,9 +190,11 @@ class NetworkProxy:
 
             asyncio.run_coroutine_threadsafe(shutdown(), loop).result(timeout=5)
         self._server = self._loop = None
-        for path in (self.socket_path, self._dir):
+        with contextlib.suppress(OSError):
+            os.unlink(self.socket_path)
+        if self._dir is not None:
             with contextlib.suppress(OSError):
-                os.rmdir(path) if path == self._dir else os.unlink(path)
+                os.rmdir(self._dir)
 
     @property
     def serving(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 
@@ -84,24 +85,32 @@ class SandboxUnavailable:
         )
 
 
-_EROFS = re.compile(r"(?:^|[\s'`\"])(/[^\s'`\":]+|[^\s'`\":]+)['`\"]?: Read-only file system")
-
-
-# Python's spelling: "[Errno 30] Read-only file system: '/path'".
-_EROFS_PY = re.compile(r"Read-only file system: '([^']+)'")
-
-
-_EACCES = re.compile(r"(?:^|[\s'`\"])(/[^\s'`\":]+|[^\s'`\":]+)['`\"]?: Permission denied")
-_EACCES_PY = re.compile(r"Permission denied: '([^']+)'")
+# Compiled on first use (most receipts have no stderr to read): a sandboxed launch pays
+# for none of them.
+@lru_cache(maxsize=1)
+def _patterns() -> tuple[re.Pattern[str], ...]:
+    return tuple(
+        re.compile(p)
+        for p in (
+            r"(?:^|[\s'`\"])(/[^\s'`\":]+|[^\s'`\":]+)['`\"]?: Read-only file system",
+            # Python's spelling: "[Errno 30] Read-only file system: '/path'".
+            r"Read-only file system: '([^']+)'",
+            r"(?:^|[\s'`\"])(/[^\s'`\":]+|[^\s'`\":]+)['`\"]?: Permission denied",
+            r"Permission denied: '([^']+)'",
+        )
+    )
 
 
 def refused_paths_from(stderr: str, limit: int = 20, *, denied: bool = False) -> tuple[str, ...]:
     """Paths a process reported as on a read-only file system (what the sandbox refused),
     and with ``denied`` (Landlock restricts reads) also those it reported permission denied."""
-    hits = [m.group(1) for m in _EROFS.finditer(stderr)]
-    hits += [m.group(1) for m in _EROFS_PY.finditer(stderr)]
+    if not stderr:
+        return ()
+    erofs, erofs_py, eacces, eacces_py = _patterns()
+    hits = [m.group(1) for m in erofs.finditer(stderr)]
+    hits += [m.group(1) for m in erofs_py.finditer(stderr)]
     if denied:
-        hits += [m.group(1) for m in _EACCES.finditer(stderr)]
-        hits += [m.group(1) for m in _EACCES_PY.finditer(stderr)]
+        hits += [m.group(1) for m in eacces.finditer(stderr)]
+        hits += [m.group(1) for m in eacces_py.finditer(stderr)]
     found = dict.fromkeys(hits)
     return tuple(found)[:limit]

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
-from charter.policy import Frame, combined_policy
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from .availability import Availability, available, landlock_abi
 from .bwrap import bwrap_argv, helper_visible, sandbox_env
 from .landlock import Helper, build_helper, enforced
 from .profile import NetworkMode, SandboxProfile, build_profile
-from .proxy import NetworkProxy, acquire_proxy, release_proxy
 from .receipt import HostRefusal, SandboxReceipt, SandboxUnavailable, refused_paths_from
+
+if TYPE_CHECKING:  # the policy engine and the proxy (asyncio) are imported when needed
+    from charter.policy import Frame
+
+    from .compiled import Compiled
+    from .pending import PendingProxy
+    from .proxy import NetworkProxy
 
 
 def shell_argv(command: str) -> list[str]:
@@ -40,19 +45,31 @@ class Sandbox:
         receipt = box.receipt(exit_code)           # hosts the proxy refused meanwhile
 
     (``sandbox_for`` returns ``None`` when no sandbox applies: run ``cli_argv`` as is.)
+
+    ``frames`` may be a function returning them, called when they are first needed (the
+    proxy, :meth:`refresh`): with a ``compiled`` sandbox
+    (:func:`charter.sandbox.compiled.compile_sandbox`, kept on disk) and
+    ``start(background=True)``, wrapping a command imports neither the policy engine nor
+    asyncio (``charter launch`` starts a CLI this way).
     """
 
     def __init__(
         self,
-        frames: Sequence[Frame],
+        frames: Sequence[Frame] | Callable[[], Sequence[Frame]],
         workspace: str,
         *,
         home: str | None = None,
         scan_roots: Sequence[str] = (),
         extra_writable: Sequence[str] = (),
         landlock: bool = True,
+        compiled: Compiled | None = None,
     ) -> None:
-        self.frames = tuple(frames)
+        self._frames: tuple[Frame, ...] | None = None
+        self._frames_factory: Callable[[], Sequence[Frame]] | None = None
+        if callable(frames):
+            self._frames_factory = frames
+        else:
+            self._frames = tuple(frames)
         self.use_landlock = landlock
         #: What Landlock enforced in the last :meth:`wrap` (``()``: bubblewrap alone).
         self.landlock: tuple[str, ...] = ()
@@ -61,11 +78,22 @@ class Sandbox:
         self._home = home
         self._scan_roots = tuple(scan_roots)
         self._extra_writable = tuple(extra_writable)
-        self.profile: SandboxProfile = self._build()
-        self.proxy: NetworkProxy | None = None
+        self._compiled = compiled
+        self.profile: SandboxProfile = compiled.profile if compiled else self._build()
+        self.proxy: NetworkProxy | PendingProxy | None = None
         self._refused: list[HostRefusal] = []
 
+    @property
+    def frames(self) -> tuple[Frame, ...]:
+        """The policy frames (built on first use when given as a function)."""
+        if self._frames is None:
+            assert self._frames_factory is not None
+            self._frames = tuple(self._frames_factory())
+        return self._frames
+
     def _build(self) -> SandboxProfile:
+        from charter.policy import combined_policy
+
         return build_profile(
             combined_policy(self.frames),
             self.workspace,
@@ -76,6 +104,7 @@ class Sandbox:
 
     def refresh(self) -> SandboxProfile:
         """Rebuild the profile from the same frames (the filesystem may have changed)."""
+        self._compiled = None
         self.profile = self._build()
         return self.profile
 
@@ -86,17 +115,39 @@ class Sandbox:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def start(self) -> None:
-        """Start the proxy when the profile routes the network through it."""
-        if self.profile.network is NetworkMode.PROXY and self.proxy is None:
+    def start(self, *, background: bool = False) -> None:
+        """Start the proxy when the profile routes the network through it.
+
+        ``background``: its socket listens at once and the proxy itself (asyncio, the
+        policy engine) starts in a thread while the sandboxed process starts; its first
+        connections wait until then (:class:`charter.sandbox.pending.PendingProxy`).
+        """
+        if self.profile.network is not NetworkMode.PROXY or self.proxy is not None:
+            return
+        if background:
+            from .pending import PendingProxy
+
+            self.proxy = PendingProxy(lambda: self.frames)
+        else:
+            from .proxy import acquire_proxy
+
             self.proxy = acquire_proxy(self.frames)
 
     def stop(self) -> None:
         """Release the proxy (sandboxed processes lose the network); it is kept listening,
-        idle, for the next sandbox under the same network rules."""
-        if self.proxy is not None:
+        idle, for the next sandbox under the same network rules (a background-started one
+        is closed)."""
+        if self.proxy is None:
+            return
+        from .pending import PendingProxy
+
+        if isinstance(self.proxy, PendingProxy):
+            self._refused.extend(self.proxy.close())
+        else:
+            from .proxy import release_proxy
+
             self._refused.extend(release_proxy(self.proxy))
-            self.proxy = None
+        self.proxy = None
 
     def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The clean environment inside (see :func:`charter.sandbox.sandbox_env`)."""
@@ -118,10 +169,17 @@ class Sandbox:
         """
         if self.profile.network is NetworkMode.PROXY and self.proxy is None:
             raise RuntimeError("start() the sandbox first: its network goes through the proxy")
-        helper = build_helper() if self.use_landlock else None
+        compiled = self._compiled
+        helper: Helper | None
+        if compiled is not None:  # built with the profile (and kept with it on disk)
+            helper = Helper(compiled.helper, compiled.helper_reason) if self.use_landlock else None
+        else:
+            helper = build_helper() if self.use_landlock else None
         if helper is not None and helper.path and not helper_visible(helper.path, self.profile):
             helper = Helper(None, f"the helper {helper.path} is under a path the policy masks")
-        abi = landlock_abi() if helper is not None and helper.path else None
+        abi: int | None = None
+        if helper is not None and helper.path:
+            abi = compiled.abi if compiled is not None else landlock_abi()
         self.landlock = enforced(self.profile, abi)
         self._landlock_note = None
         if helper is not None and helper.reason:
@@ -174,6 +232,8 @@ def sandbox_for(
     """
     if not frames:
         return None
+    from charter.policy import combined_policy
+
     policy = combined_policy(frames)
     if policy.sandbox == "off":
         return None
