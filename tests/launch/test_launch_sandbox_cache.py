@@ -23,7 +23,8 @@ out="$PWD/out"
 mkdir -p "$out"
 cat src/new.key > "$out/key.txt" 2>&1
 cat src/a.txt > "$out/allowed.txt" 2>&1
-for target in "$HOME/.cache/charter/launch" "$HOME/.cache/charter/sandbox" "$XDG_STATE_HOME/charter"; do
+cache="$HOME/.cache/charter"
+for target in "$cache/launch" "$cache/sandbox" "$XDG_STATE_HOME/charter"; do
   if echo poisoned > "$target/evil.json" 2>/dev/null; then echo "wrote $target"; fi
 done > "$out/poison.txt"
 echo mine > "$HOME/notes.txt" && echo ok > "$out/home.txt"
