@@ -70,9 +70,7 @@ def test_a_stored_sandbox_still_masks_a_file_that_appeared_since(
     assert (project / "out" / "allowed.txt").read_text() == "hello\n"
 
 
-def test_the_cli_cannot_rewrite_what_the_next_launch_trusts(
-    project: Path, tmp_path: Path
-) -> None:
+def test_the_cli_cannot_rewrite_what_the_next_launch_trusts(project: Path, tmp_path: Path) -> None:
     env = _setup(project, tmp_path)
     home = Path(env["HOME"])
     out = charter("launch", "claude", "p", cwd=project, env=env)
