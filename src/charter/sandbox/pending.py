@@ -74,6 +74,7 @@ class PendingProxy:
             self._cleanup()
             raise
         self._wake_r, self._wake_w = os.pipe()
+        self._wake_open = True
         self._lock = threading.Lock()
         self._closed = False
         self._proxy: NetworkProxy | None = None
@@ -106,10 +107,15 @@ class PendingProxy:
                 proxy.start()
                 self._proxy = proxy
         except BaseException as exc:  # fail closed: waiting clients are refused
-            self.error = exc
             with self._lock:
+                if not self._closed:  # after close(), a closed descriptor is expected
+                    self.error = exc
                 self._sock.close()
         finally:
+            with self._lock:  # the thread owns the wake pipe from here on
+                for fd in (self._wake_r, self._wake_w):
+                    os.close(fd)
+                self._wake_open = False
             self.ready.set()
 
     def wait(self, timeout: float | None = None) -> NetworkProxy | None:
@@ -128,9 +134,10 @@ class PendingProxy:
         with self._lock:
             self._closed = True
             proxy = self._proxy
+            if self._wake_open:
+                os.write(self._wake_w, b"x")  # the thread, if still waiting, ends
             if proxy is None:
                 self._sock.close()
-        os.write(self._wake_w, b"x")  # the thread, if still waiting, ends
         refusals: list[HostRefusal] = []
         if proxy is not None:
             refusals = proxy.take_refusals()
@@ -144,12 +151,6 @@ class PendingProxy:
         return refusals
 
     def _cleanup(self) -> None:
-        for fd in (getattr(self, "_wake_r", None), getattr(self, "_wake_w", None)):
-            if fd is not None:
-                try:
-                    os.close(fd)
-                except OSError:
-                    continue
         for remove, path in ((os.unlink, self.socket_path), (os.rmdir, self._dir)):
             try:
                 remove(path)
