@@ -144,3 +144,23 @@ def new_tmpdir(tool: str, euid: int) -> str:
 
 def temp_base(euid: int) -> str:
     return os.path.dirname(new_tmpdir("x", euid))
+
+
+def which(name: str, path: str | None = None) -> str | None:
+    """``shutil.which`` for POSIX, without importing shutil (which imports bz2 and lzma:
+    milliseconds of every cold launch): the first executable file named ``name`` on
+    ``path`` (default ``$PATH``); a name with a slash is checked as it is."""
+    if os.sep in name:
+        return name if _executable(name) else None
+    search = os.environ.get("PATH", os.defpath) if path is None else path
+    if not search:
+        return None
+    for directory in search.split(os.pathsep):
+        candidate = os.path.join(directory or os.curdir, name)
+        if _executable(candidate):
+            return candidate
+    return None
+
+
+def _executable(path: str) -> bool:
+    return os.access(path, os.X_OK) and not os.path.isdir(path) and os.path.exists(path)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from . import sandboxing
 from .argv import Layered, layer
 from .clis import CLIS, CliSpec, get_cli
 from .errors import LaunchError
-from .job import Job, new_tmpdir
+from .job import Job, new_tmpdir, which
 from .overlay import Overlay, compose
 from .resolve import Resolved, resolve_persona
 from .translate import STRONG, TRANSLATORS, Context, Element, Translation
@@ -188,7 +187,7 @@ def default_run_mode(env: Mapping[str, str]) -> str:
     mode = env.get(RUN_MODE_ENV, "").strip().lower()
     if mode in RUN_MODES:
         return mode
-    return "unshare" if sys.platform.startswith("linux") and shutil.which("unshare") else "swap"
+    return "unshare" if sys.platform.startswith("linux") and which("unshare") else "swap"
 
 
 def build_plan(opts: LaunchOptions) -> Plan:
@@ -297,7 +296,7 @@ def build_plan(opts: LaunchOptions) -> Plan:
     layered = layer(
         spec, defaults, opts.user_args, translation.args, filtering=enforcing, active=active
     )
-    binary = shutil.which(spec.binary, path=env.get("PATH")) or spec.binary
+    binary = which(spec.binary, path=env.get("PATH")) or spec.binary
     # where every CLI reads it: they all walk up to the repository root (claude and gemini
     # from the cwd up, codex and opencode from the root down), so the root's file is the
     # one each of them loads; outside a repository, the working directory

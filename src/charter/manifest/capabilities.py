@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -141,6 +140,8 @@ def load_capabilities_file(
         return
     data: Any
     suffix = file.suffix.lower()
+    import tomllib  # only with a host capabilities file
+
     try:
         if suffix == ".json":
             data = json.loads(text)

@@ -5,8 +5,6 @@ from __future__ import annotations
 from datetime import datetime
 from functools import lru_cache
 
-from cronsim import CronSim, CronSimError
-
 #: Non-standard macros people write anyway; expanded before parsing.
 MACROS: dict[str, str] = {
     "@yearly": "0 0 1 1 *",
@@ -30,6 +28,8 @@ def expand(expr: str) -> str:
 @lru_cache(maxsize=4096)  # manifests repeat the same few expressions
 def cron_error(expr: str) -> str | None:
     """An error message when ``expr`` is not a valid five-field cron expression."""
+    from cronsim import CronSim, CronSimError  # only manifests with cron triggers need it
+
     try:
         CronSim(expand(expr), _EPOCH)
     except CronSimError as exc:
@@ -41,4 +41,6 @@ def cron_error(expr: str) -> str | None:
 
 def next_fire(expr: str, after: datetime) -> datetime:
     """The first time strictly after ``after`` that ``expr`` fires (expression must be valid)."""
+    from cronsim import CronSim
+
     return next(CronSim(expand(expr), after))

@@ -7,7 +7,6 @@ semantic checks can run on them too.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -36,7 +35,7 @@ def type_name(value: Any) -> str:
 def unknown_field_message(kind: str, key: object, accepted: tuple[str, ...]) -> str:
     """``unknown persona field 'autonomy_teir'; did you mean 'autonomy_tier'? ...``."""
     msg = f"unknown {kind} field {str(key)!r}"
-    close = difflib.get_close_matches(str(key), accepted, n=1, cutoff=0.75)
+    close = _close_matches(str(key), accepted, n=1, cutoff=0.75)
     if close:
         msg += f"; did you mean {close[0]!r}?"
     return f"{msg} (expected one of: {', '.join(accepted)})"
@@ -185,3 +184,9 @@ def _mapping(value: Any, path: str, col: Collector) -> tuple[bool, Any]:
         else:
             col.add(join(path, str(key)), f"expected a string, got {type_name(item)}")
     return True, out
+
+
+def _close_matches(word: str, possibilities: Any, n: int, cutoff: float) -> list[str]:
+    import difflib  # only for a did-you-mean: not on every launch
+
+    return difflib.get_close_matches(word, possibilities, n=n, cutoff=cutoff)

@@ -7,7 +7,6 @@ It never raises for bad input: problems come back in :attr:`Manifest.errors`.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -245,7 +244,7 @@ def _load_manifest_table(run: _Run, col: Collector, data: dict[str, Any], file: 
     for key in data:
         if key not in _MANIFEST_KEYS:
             # charter.toml is shared with other sections; only near-misses are errors.
-            close = difflib.get_close_matches(key, MANIFEST.names, n=1, cutoff=0.8)
+            close = _close_matches(key, MANIFEST.names, n=1, cutoff=0.8)
             if close:
                 col.add(key, f"unknown top-level field {key!r}; did you mean {close[0]!r}?")
     base_dir = file.parent
@@ -383,3 +382,9 @@ def _load_folders(run: _Run, roots: list[tuple[Path, str]]) -> None:
             run.declared[name] = winner.source.path
     for name in shadowed:
         run.declared.setdefault(name, "persona folder")
+
+
+def _close_matches(word: str, possibilities: Any, n: int, cutoff: float) -> list[str]:
+    import difflib  # only for a did-you-mean: not on every launch
+
+    return difflib.get_close_matches(word, possibilities, n=n, cutoff=cutoff)

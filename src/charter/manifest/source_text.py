@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
-
-# tomli is tomllib's upstream (same grammar, same messages) shipped compiled with mypyc:
-# about twice as fast on large manifests. The stdlib parser is the fallback.
-try:
-    import tomli as toml_parser
-except ImportError:  # pragma: no cover
-    import tomllib as toml_parser  # type: ignore[no-redef]
 
 from .errors import Collector, ManifestError
 
@@ -20,6 +15,21 @@ _AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)")
 _END = re.compile(r"\s*\(at end of document\)")
 _SEGMENT = re.compile(r"([^.\[\]]+)((?:\[\d+\])*)")
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\"' -]+?)\s*\]")
+
+
+@lru_cache(maxsize=1)
+def toml_parser() -> ModuleType:
+    """tomli, tomllib's upstream (same grammar, same messages) shipped compiled with mypyc:
+    about twice as fast on large manifests; the stdlib parser is the fallback. Imported on
+    first use: a persona folder with only JSON needs neither (a few ms of every launch)."""
+    try:
+        import tomli
+
+        return tomli
+    except ImportError:  # pragma: no cover
+        import tomllib
+
+        return tomllib
 
 
 def _header(line: str) -> tuple[str, bool] | None:
@@ -45,9 +55,11 @@ def read_text(file: Path, col: Collector) -> str | None:
 
 def parse_toml(text: str, col: Collector) -> dict[str, Any] | None:
     """Parse TOML; a syntax error is recorded with its line and column."""
+    parser = toml_parser()
     try:
-        return toml_parser.loads(text)
-    except toml_parser.TOMLDecodeError as exc:
+        data: dict[str, Any] = parser.loads(text)
+        return data
+    except parser.TOMLDecodeError as exc:
         message = str(exc)
         line = column = None
         m = _AT.search(message)

@@ -16,14 +16,20 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from .shell import SimpleCommand
 
+
 #: How a bare program name resolves to a file (PATH lookup); tests inject their own.
-program_resolver: Callable[[str], str | None] = shutil.which
+def _which(name: str) -> str | None:
+    import shutil  # here: shutil imports bz2 and lzma, milliseconds on every cold launch
+
+    return shutil.which(name)
+
+
+program_resolver: Callable[[str], str | None] = _which
 
 
 def same_binary(argv0: str, name: str) -> bool:

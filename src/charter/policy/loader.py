@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +59,8 @@ def parse_policy_text(text: str, source: str, *, suffix: str = "") -> Any:
                 ],
                 source,
             ) from None
+    import tomllib  # only TOML policies need it
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -358,8 +358,6 @@ def unknown_tool_names(
     """Literal tool names in ``policy.tools`` that are not in ``known``, with a
     did-you-mean each from ``known`` and ``suggest_from`` (glob patterns and MCP
     ``server__tool`` names are skipped); a known name is never suggested for itself."""
-    import difflib
-
     catalog = sorted({name.lower() for name in known})
     suggestions = sorted(set(catalog) | {name.lower() for name in suggest_from})
     rules = policy.tools
@@ -375,6 +373,8 @@ def unknown_tool_names(
             if name.lower() in suggestions:  # a real tool, only not in this catalog
                 out.append(f"tools.{kind} names {name!r}, which is not {where}")
                 continue
+            import difflib  # only for an unknown name (every cold launch checks its names)
+
             close = difflib.get_close_matches(name.lower(), suggestions, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             out.append(f"tools.{kind} names {name!r}, which is not {where}{hint}")
