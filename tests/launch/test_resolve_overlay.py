@@ -150,3 +150,38 @@ def test_persona_list_shows_folder_personas(project: Path) -> None:
     out = charter("persona", "list", "--json", cwd=project)
     assert out.returncode == 0, out.stderr
     assert "folder_only" in out.stdout
+
+
+def test_file_includes_stay_inside_the_persona_folders(project: Path, tmp_path: Path) -> None:
+    """Hostile: an absolute path, a ``../`` escape and a symlink out of ``.personas`` are
+    errors naming the file (nothing of it reaches the overlay); the allowed twins, a
+    ``../_shared`` snippet and a file next to the persona, still work."""
+    personas = project / ".personas"
+    secret = write(project / "secret.md", "REPO SECRET\n")
+    outside = write(tmp_path / "elsewhere" / "notes.md", "OUTSIDE\n")
+    write(personas / "_shared" / "safety.md", "SAFETY\n")
+    write(personas / "ok" / "local.md", "LOCAL\n")
+    make_persona(
+        personas,
+        "ok",
+        '<!-- include {"file": "../_shared/safety.md"} -->\n'
+        '<!-- include {"file": "local.md"} -->\n',
+    )
+    out = charter("print-overlay", "codex", "ok", cwd=project)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "SAFETY\nLOCAL\n"
+    (personas / "_shared" / "link.md").symlink_to(outside)
+    hostile = {
+        "abs": (f'{{"file": "{secret}"}}', "is an absolute path"),
+        "home": ('{"file": "~/x.md"}', "is an absolute path"),
+        "up": ('{"file": "../../secret.md"}', "outside the persona folders"),
+        "link": ('{"file": "../_shared/link.md"}', "outside the persona folders"),
+    }
+    for name, (directive, message) in hostile.items():
+        make_persona(personas, name, f"<!-- include {directive} -->\n")
+        out = charter("print-overlay", "codex", name, cwd=project)
+        assert out.returncode == 2, (name, out.stdout, out.stderr)
+        assert message in out.stderr and "AGENTS.md:1" in out.stderr, (name, out.stderr)
+        assert "SECRET" not in out.stdout + out.stderr and "OUTSIDE" not in out.stdout
+        launch = charter("launch", "codex", name, "--dry-run", cwd=project)
+        assert launch.returncode == 2 and message in launch.stderr

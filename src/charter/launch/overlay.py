@@ -4,7 +4,8 @@
 * the repository-wide meta file ``.personas/.shared/meta.AGENTS.md`` (``_shared`` also
   works; a ``meta.CLAUDE.md`` next to it wins for that tool) goes on top or at the bottom;
 * ``<!-- include {"file": "x.md"} -->`` (relative to the including file, else in
-  ``.personas/.shared/`` then ``_shared/``; a miss names every place looked) and
+  ``.personas/.shared/`` then ``_shared/``; a miss names every place looked; an absolute
+  path, or one that resolves outside the persona roots and folders, is an error) and
   ``<!-- include {"persona": "name"} -->`` (that persona's instructions for the same tool)
   are expanded recursively; a cycle is an error naming the chain;
 * ``{{persona}}`` and ``{{tool}}`` are substituted; any other ``{{...}}`` is left and warned.
@@ -39,6 +40,8 @@ class Overlay:
     includes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     shared: list[str] = field(default_factory=list)  # where includes are also looked up
+    # where included files may be (resolved): the persona roots and the persona folders
+    roots: list[str] = field(default_factory=list)
 
 
 def instructions_file(persona: Persona, tool: str) -> str | None:
@@ -57,6 +60,16 @@ def shared_dirs(manifest: Manifest) -> list[str]:
         base = root if os.path.basename(root) == ".personas" else os.path.dirname(root)
         out.extend(os.path.join(base, sub) for sub in META_DIRS)
     return list(dict.fromkeys(out))
+
+
+def include_roots(manifest: Manifest) -> list[str]:
+    """Where ``<!-- include {"file": ...} -->`` may read: every persona root (a
+    ``.personas`` directory, a ``CHARTER_PERSONA_PATHS`` entry), resolved."""
+    return list(dict.fromkeys(os.path.realpath(root) for root, _ in manifest.persona_roots))
+
+
+def _inside(path: str, roots: list[str]) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
 def find_meta(manifest: Manifest, target: str) -> str | None:
@@ -91,7 +104,11 @@ def compose(
         raise OverlayError(f"meta position must be one of {', '.join(META_POSITIONS)}")
     find = lookup or manifest.get
     source = instructions_file(persona, tool)
-    result = Overlay("", source or "", target, shared=shared_dirs(manifest))
+    result = Overlay(
+        "", source or "", target, shared=shared_dirs(manifest), roots=include_roots(manifest)
+    )
+    if source is not None:  # a persona folder given directly (--manifest) counts too
+        result.roots.append(os.path.realpath(os.path.dirname(source)))
     if source is None:
         body = f"# {persona.name}\n\n{persona.description}\n"
     else:
@@ -137,16 +154,28 @@ def _expand(
                 f'{where}: expected {{"file": "..."}} or {{"persona": "..."}}, got {match.group(1)}'
             )
         if "file" in spec:
-            wanted = os.path.expanduser(spec["file"])
+            wanted = spec["file"]
+            if os.path.isabs(wanted) or wanted.startswith("~"):
+                raise OverlayError(
+                    f"{where}: included file {wanted!r} is an absolute path; an include is "
+                    "relative to the including file or the shared folders, inside the "
+                    f"persona folders ({', '.join(result.roots) or 'none'})"
+                )
             # next to the including file first, then the shared snippet folders (as
             # agent-persona's init template lays them out)
-            bases = [""] if os.path.isabs(wanted) else [os.path.dirname(path), *result.shared]
+            bases = [os.path.dirname(path), *result.shared]
             looked = [os.path.normpath(os.path.join(base, wanted)) for base in bases]
             found = next((c for c in looked if os.path.isfile(c)), None)
             if found is None:
                 raise OverlayError(
                     f"{where}: included file {spec['file']!r} not found; looked in: "
                     + ", ".join(looked)
+                )
+            real = os.path.realpath(found)  # a symlink out of the folders escapes too
+            if not _inside(real, result.roots):
+                raise OverlayError(
+                    f"{where}: included file {wanted!r} is {real}, outside the persona "
+                    f"folders ({', '.join(result.roots) or 'none'})"
                 )
             target = found
             key = ("file", target)
@@ -160,6 +189,9 @@ def _expand(
                     f"{where}: persona {spec['persona']!r} has no instructions folder"
                 )
             target = target_file
+            folder = os.path.realpath(os.path.dirname(target_file))
+            if folder not in result.roots:  # its own relative includes stay in its folder
+                result.roots.append(folder)
             key = ("persona", other.name)
         if key in stack or (("file", target) in stack):
             raise OverlayError(f"{where}: include cycle: {_chain([*stack, key])}")
