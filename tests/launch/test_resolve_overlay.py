@@ -185,3 +185,26 @@ def test_file_includes_stay_inside_the_persona_folders(project: Path, tmp_path: 
         assert "SECRET" not in out.stdout + out.stderr and "OUTSIDE" not in out.stdout
         launch = charter("launch", "codex", name, "--dry-run", cwd=project)
         assert launch.returncode == 2 and message in launch.stderr
+
+
+def test_an_invalid_persona_json_is_reported_as_invalid_not_unknown(project: Path) -> None:
+    personas = project / ".personas"
+    folder = make_persona(personas, "bad")
+    cases = {
+        '{"defaults": 3}': "defaults: expected an object, got an integer",
+        '{"policy": {"tools": {"alow": ["read"]}}}': "policy.tools.alow: unknown field",
+        '{"policy": 1,': "invalid JSON",
+    }
+    for text, field in cases.items():
+        (folder / "persona.json").write_text(text)
+        for cmd in (("print-policy", "claude", "bad"), ("launch", "claude", "bad", "--dry-run")):
+            out = charter(*cmd, cwd=project)
+            assert out.returncode == 2, out.stderr
+            assert f"persona 'bad' in {folder} is invalid" in out.stderr, out.stderr
+            assert f"{folder / 'persona.json'}" in out.stderr and field in out.stderr
+            assert "unknown persona" not in out.stderr
+    # the twins: fixed, it launches; a name with no folder at all is unknown
+    (folder / "persona.json").write_text('{"policy": {"tools": {"allow": ["read"]}}}')
+    assert charter("print-policy", "claude", "bad", cwd=project).returncode == 0
+    missing = charter("print-policy", "claude", "nobody", cwd=project)
+    assert missing.returncode == 2 and "unknown persona 'nobody'" in missing.stderr

@@ -47,6 +47,25 @@ def _home_folder_persona(source: PersonaSource, env: Mapping[str, str]) -> Perso
     return next(iter(loaded.personas), None)
 
 
+def _invalid_folder(name: str, loaded: Manifest) -> str | None:
+    """When a folder for ``name`` exists but did not load: the persona is invalid (its
+    errors, each with its file and field), not unknown."""
+    for root, _origin in loaded.persona_roots:
+        folder = os.path.join(root, name)
+        if not os.path.isdir(folder):
+            continue
+        prefix = folder.rstrip("/") + "/"
+        problems = [
+            str(e)
+            for e in loaded.errors
+            # its own files, and what they include (an include error names the persona)
+            if e.manifest_path.startswith(prefix) or name in str(e)
+        ]
+        if problems:
+            return f"persona {name!r} in {folder} is invalid:\n" + "\n".join(problems)
+    return None
+
+
 def resolve_persona(
     name: str,
     *,
@@ -68,6 +87,9 @@ def resolve_persona(
     )
     persona = loaded.get(name)
     if persona is None:
+        invalid = _invalid_folder(name, loaded)
+        if invalid is not None:
+            raise ResolveError(invalid)
         known = ", ".join(loaded.names) or "none"
         roots = ", ".join(f"{p} ({o})" for p, o in loaded.persona_roots) or "none found"
         problems = [str(e) for e in loaded.errors if name in str(e)]
