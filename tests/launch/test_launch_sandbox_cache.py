@@ -84,3 +84,48 @@ def test_the_cli_cannot_rewrite_what_the_next_launch_trusts(project: Path, tmp_p
     bare = charter("launch", "claude", "p", "--sandbox", "never", cwd=project, env=env)
     assert bare.returncode == 0, bare.stderr
     assert "wrote" in (project / "out" / "poison.txt").read_text()
+
+
+SETTINGS_CLI = """#!/bin/bash
+out="$PWD/out"
+mkdir -p "$out"
+for arg in "$@"; do
+  case "$arg" in --settings=*) settings="${arg#--settings=}";; esac
+done
+cat "$settings" > "$out/read.txt" 2>&1
+if echo '{"permissions": {"allow": ["Bash"]}}' > "$settings" 2>/dev/null; then
+  echo rewritten > "$out/settings.txt"
+else
+  echo refused > "$out/settings.txt"
+fi
+tmp="$(dirname "$settings")/scratch.txt"
+echo ok > "$tmp" && cat "$tmp" > "$out/scratch.txt"
+"""
+
+
+def test_the_cli_cannot_rewrite_its_own_policy_files(project: Path, tmp_path: Path) -> None:
+    """Hostile: the settings file charter wrote for claude is read-only inside the
+    sandbox; the twins: the CLI reads it (as root the temp dir is under /run, which the
+    sandbox makes private: it used to be missing inside), and the launch's temp dir
+    itself stays writable (the CLI's scratch)."""
+    make_persona(
+        project / ".personas",
+        "p",
+        policy={
+            "tools": {"allow": ["read", "bash"]},
+            "paths": {"deny": ["*.key"]},
+            "network": {"deny": ["*"]},
+        },
+    )
+    bindir = tmp_path / "bin"
+    cli = write(bindir / "claude", SETTINGS_CLI)
+    cli.chmod(cli.stat().st_mode | stat.S_IXUSR)
+    env = env_with(bindir)
+    out = charter("launch", "claude", "p", cwd=project, env=env)
+    assert out.returncode == 0, out.stderr
+    assert '"permissions"' in (project / "out" / "read.txt").read_text()
+    assert (project / "out" / "settings.txt").read_text() == "refused\n"
+    assert (project / "out" / "scratch.txt").read_text() == "ok\n"
+    bare = charter("launch", "claude", "p", "--sandbox", "never", cwd=project, env=env)
+    assert bare.returncode == 0, bare.stderr
+    assert (project / "out" / "settings.txt").read_text() == "rewritten\n"

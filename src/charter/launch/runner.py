@@ -278,12 +278,28 @@ def _run_sandboxed(job: Job, overlay_path: str) -> int:
     )
     binary = os.path.realpath(job.argv[0])
     binds = [(overlay_path, job.target)]
+    # The launch's policy files (Claude's settings, Gemini's admin policy, the MCP
+    # configs) stay read-only inside: the temp dir is writable, and a CLI that re-reads
+    # its settings must not get ones its model rewrote. A mirrored home (gemini's) is
+    # the CLI's own state: writable.
+    homes = {name.split("/", 1)[0] for name in job.mirrors}
+    for name in job.files:
+        if name.split("/", 1)[0] not in homes:
+            path = os.path.join(job.tmpdir, name)
+            binds.append((path, path))
     for directory in dict.fromkeys((os.path.dirname(job.argv[0]), os.path.dirname(binary))):
         binds.append((directory, directory))
     sandbox.start(background=True)
     try:
         inside = {**env, **{k: v for k, v in sandbox.env().items() if "proxy" in k.lower()}}
-        argv = sandbox.wrap(job.argv, cwd=job.workspace, env=inside, new_session=False, binds=binds)
+        argv = sandbox.wrap(
+            job.argv,
+            cwd=job.workspace,
+            env=inside,
+            new_session=False,
+            binds=binds,
+            writable_binds=[job.tmpdir],  # as root it is under /run, private inside
+        )
         status = _run_child(argv, job)
     finally:
         sandbox.stop()

@@ -154,6 +154,7 @@ def bwrap_argv(
     binds: Sequence[tuple[str, str]] = (),
     helper: str | None = None,
     landlock_abi: int | None = None,
+    writable_binds: Sequence[str] = (),
 ) -> list[str]:
     """The full argv running ``command`` under ``profile``.
 
@@ -162,6 +163,9 @@ def bwrap_argv(
     :class:`charter.sandbox.NetworkProxy`) is required when the profile's network mode is
     ``PROXY``. ``new_session=False`` keeps the controlling terminal, for an interactive
     CLI; a one-shot shell keeps the default (no TIOCSTI into the caller's terminal).
+
+    ``writable_binds`` are directories of the caller (a launch's temp dir) bound
+    read-write when the profile lets them be written, even under a private ``/run``.
 
     ``helper`` is the compiled ``landlock_exec`` (:func:`charter.sandbox.landlock.build_helper`):
     when given, it bridges the proxy port (instead of socat) and, with ``landlock_abi``,
@@ -198,6 +202,12 @@ def bwrap_argv(
     for root in profile.writable:
         if root != "/":
             argv += ["--bind", root, root]
+    for path in writable_binds:
+        # the caller's own writable directories (a launch's temp dir), also when they
+        # sit under a directory the sandbox makes private (/run as root): among the
+        # profile's writable roots, or everything is writable (masks still apply below)
+        if all_writable or any(_under(path, w) for w in profile.writable):
+            argv += ["--bind", path, path]
     for path in profile.readonly:
         # Outside every writable root the path is read-only already: a mount saved.
         if all_writable or any(_under(path, w) for w in profile.writable):

@@ -161,6 +161,7 @@ class Sandbox:
         env: Mapping[str, str] | None = None,
         new_session: bool = True,
         binds: Sequence[tuple[str, str]] = (),
+        writable_binds: Sequence[str] = (),
     ) -> list[str]:
         """``argv`` wrapped in bubblewrap under this sandbox's profile.
 
@@ -196,6 +197,7 @@ class Sandbox:
             binds=binds,
             helper=helper.path if helper is not None else None,
             landlock_abi=abi,
+            writable_binds=writable_binds,
         )
 
     def receipt(self, exit_code: int | None, stderr: str = "") -> SandboxReceipt:
