@@ -14,7 +14,8 @@ overlay, MCP servers and user arguments to filter):
   the overlay the same way, while swap mode fsyncs a journal)
 * ``charter --version`` and ``charter --help`` (answered without importing click; goal:
   under 3x ``python -c pass``),
-* ``python -c pass`` for reference,
+* ``python -c pass``, ``python -c "import charter"`` and the imports of a cold
+  ``print-policy`` (the click group, the launch command, the plan), for reference,
 
 the first three with the launch cache (the usual case: nothing changed since the last
 launch), then the first two again with ``CHARTER_LAUNCH_CACHE=0`` (a changed persona).
@@ -105,6 +106,9 @@ def main() -> int:
     parser.add_argument(
         "--baseline", metavar="SRC", help="another charter's src dir, timed alternately"
     )
+    parser.add_argument(
+        "--only", metavar="TEXT", help="time only the cases whose name contains TEXT"
+    )
     args = parser.parse_args()
     charter = str(Path(sys.executable).with_name("charter"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -112,6 +116,14 @@ def main() -> int:
         nocache = {**env, "CHARTER_LAUNCH_CACHE": "0"}
         cases = {
             "python -c pass": [sys.executable, "-c", "pass"],
+            "python -c 'import charter'": [sys.executable, "-c", "import charter"],
+            # what a cold print-policy imports before it computes anything
+            "imports of a cold print-policy": [
+                sys.executable,
+                "-c",
+                "import charter.cli._group, charter.cli.launch_cmd, charter.launch.plan, "
+                "charter.launch.render",
+            ],
             "charter --version": [charter, "--version"],
             "charter --help": [charter, "--help"],
             "launch --dry-run": [
@@ -166,6 +178,8 @@ def main() -> int:
         }
         runs = [(n, c, env) for n, c in cases.items()]
         runs += [(n, c, nocache) for n, c in cases_nocache.items()]
+        if args.only:
+            runs = [r for r in runs if args.only in r[0]]
         medians: dict[str, dict[str, float]] = {label: {} for label in labels}
         for name, cmd, case_env in runs:
             envs = [case_env]
@@ -181,6 +195,8 @@ def main() -> int:
                 )
         for label in labels:
             m = medians[label]
+            if args.only:
+                continue  # the ratios need every case
             suffix = f" [{label}]" if args.baseline else ""
             for mode in ("unshare", "swap"):
                 added = (

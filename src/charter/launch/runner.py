@@ -239,7 +239,9 @@ def _run_sandboxed(job: Job, overlay_path: str) -> int:
     home = env.get("HOME") or os.path.expanduser("~")
     if policy.get("sandbox") == "off":  # as sandbox_for: the policy opted out itself
         return _run_child(job.argv, job)
-    needed = tuple(spec["needed"])  # as sandbox_for: what the policy restricts
+    # as sandbox_for: what the policy restricts (an entry cached before "needed" was
+    # recorded: both, so a missing sandbox refuses)
+    needed = tuple(spec.get("needed", ("paths", "network")))
     info = available()
     compiled = None
     reasons = info.reasons
