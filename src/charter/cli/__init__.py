@@ -23,6 +23,10 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(0)
     from ._group import cli
 
+    if argv is None:  # the console script: charter is the whole process
+        from . import _common
+
+        _common.OWNS_PROCESS = True
     return cli.main(args=argv, prog_name="charter")
 
 

@@ -14,6 +14,10 @@ EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_DENIED = 3
 
+#: True when charter is the whole process (the console script, not ``main([...])`` or a
+#: test runner): a command may then end it without interpreter teardown.
+OWNS_PROCESS = False
+
 
 def global_manifest(given: Path | None) -> Path | None:
     """``given``, else a ``--manifest`` given before the sub-command (``charter --manifest F``)."""
