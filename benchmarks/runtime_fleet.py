@@ -9,7 +9,12 @@ latency: recorded in the log before it answers), p50/p99 webhook-to-completed (t
 ``persona.run.completed`` time minus the post time), completed runs per second and events
 per second written to the log.
 
-    python benchmarks/runtime_fleet.py [--webhooks 200] [--rate 100]
+    python benchmarks/runtime_fleet.py [--webhooks 200] [--rate 100] [--baseline DIR]
+        [--only postgresql-4]
+
+``--baseline DIR`` (a directory holding a ``charter`` package, e.g. ``git archive <commit>
+src | tar -x -C /tmp/base`` then ``/tmp/base/src``) runs every case twice, the replicas
+first on that code then on this tree's, alternating, so both see the same machine load.
 """
 
 from __future__ import annotations
@@ -59,8 +64,10 @@ def run(ctx):
 '''
 
 
-def start(project: Path, state: list[str]) -> tuple[subprocess.Popen[str], str]:
+def start(project: Path, state: list[str], code: str | None) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "CHARTER_WEBHOOK_SECRET_BENCH": SECRET}
+    if code is not None:  # the baseline's package first on the path
+        env["PYTHONPATH"] = code
     argv = [sys.executable, "-m", "charter", "serve", "--port", "0", "--workers", "2",
             "--manifest", str(project), *state]  # fmt: skip
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -89,13 +96,19 @@ def pct(values: list[float], q: float) -> float:
 
 
 def run_case(
-    label: str, replicas: int, state: list[str], location: str, n: int, rate: float
+    label: str,
+    replicas: int,
+    state: list[str],
+    location: str,
+    n: int,
+    rate: float,
+    code: str | None = None,
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
         (project / "charter.toml").write_text(MANIFEST)
         (project / "w.py").write_text(WORKFLOW)
-        procs = [start(project, state) for _ in range(replicas)]
+        procs = [start(project, state, code) for _ in range(replicas)]
         posted: dict[str, float] = {}
         admission: list[float] = []
         lock = threading.Lock()
@@ -142,7 +155,7 @@ def run_case(
     latency = [datetime.timestamp(e.occurred_at) - posted[k] for k, e in done.items()]
     span = max(finished) - begin
     print(
-        f"{label:22s} {n / posted_for:8.1f} {pct(admission, 0.5):8.1f} {pct(admission, 0.99):8.1f} "
+        f"{label:29s} {n / posted_for:8.1f} {pct(admission, 0.5):8.1f} {pct(admission, 0.99):8.1f} "
         f"{pct(latency, 0.5):9.1f} {pct(latency, 0.99):9.1f} {n / span:9.1f} {events / span:9.1f}"
     )
 
@@ -151,26 +164,41 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--webhooks", type=int, default=200)
     parser.add_argument("--rate", type=float, default=100.0, help="webhooks per second")
+    parser.add_argument("--baseline", help="a directory holding the baseline's charter package")
+    parser.add_argument(
+        "--only", action="append", default=[], help="sqlite-1, postgresql-1, -2 or -4 (repeatable)"
+    )
     args = parser.parse_args()
+    codes: list[tuple[str, str | None]] = [("", None)]
+    if args.baseline:
+        if not (Path(args.baseline) / "charter" / "__init__.py").is_file():
+            parser.error(f"--baseline {args.baseline}: no charter package there")
+        codes = [("before ", str(Path(args.baseline).resolve())), ("after ", None)]
     print(f"{args.webhooks} webhooks at {args.rate:g}/s, serve --workers 2 per replica")
-    print(f"{'case':22s} {'adm/s':>8s} {'adm p50':>8s} {'adm p99':>8s} {'done p50':>9s} "
+    print(f"{'case':29s} {'adm/s':>8s} {'adm p50':>8s} {'adm p99':>8s} {'done p50':>9s} "
           f"{'done p99':>9s} {'runs/s':>9s} {'events/s':>9s}   (ms)")  # fmt: skip
-    with tempfile.TemporaryDirectory() as tmp:
-        run_case("sqlite, 1 replica", 1, ["--state-dir", tmp], tmp, args.webhooks, args.rate)
-    for replicas in (1, 2, 4):
-        url = f"{PG_BASE}?schema=charter_fleet_{uuid.uuid4().hex[:10]}"
-        try:
-            PostgresEventLog(url).close()
-        except Exception as exc:
-            print(f"postgresql unavailable, skipped: {exc}")
-            return
-        try:
-            run_case(f"postgresql, {replicas} replica(s)", replicas, ["--state", url], url,
-                     args.webhooks, args.rate)  # fmt: skip
-        finally:
-            log = PostgresEventLog(url)
-            log.drop_schema()
-            log.close()
+    cases = [("sqlite", 1), ("postgresql", 1), ("postgresql", 2), ("postgresql", 4)]
+    for backend, replicas in cases:
+        if args.only and f"{backend}-{replicas}" not in args.only:
+            continue
+        for tag, code in codes:
+            label = f"{tag}{backend}, {replicas} replica(s)"
+            if backend == "sqlite":
+                with tempfile.TemporaryDirectory() as tmp:
+                    run_case(label, 1, ["--state-dir", tmp], tmp, args.webhooks, args.rate, code)
+                continue
+            url = f"{PG_BASE}?schema=charter_fleet_{uuid.uuid4().hex[:10]}"
+            try:
+                PostgresEventLog(url).close()
+            except Exception as exc:
+                print(f"postgresql unavailable, skipped: {exc}")
+                return
+            try:
+                run_case(label, replicas, ["--state", url], url, args.webhooks, args.rate, code)
+            finally:
+                log = PostgresEventLog(url)
+                log.drop_schema()
+                log.close()
 
 
 if __name__ == "__main__":

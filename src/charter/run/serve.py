@@ -30,7 +30,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -44,6 +44,7 @@ from charter.runtime import (
     PersonaRuntime,
     PersonaRuntimeError,
     TriggerError,
+    WorkItem,
     declares_trigger,
     format_time,
     github_kind,
@@ -190,6 +191,17 @@ def webhook_kind(provider: str, event: str | None, payload: Mapping[str, Any]) -
     if provider == "slack":
         return slack_kind(payload)
     return None
+
+
+@dataclass(frozen=True, eq=False)  # compared by identity
+class _Pending:
+    """A verified webhook waiting for the accept thread, and its answer."""
+
+    names: list[str]
+    provider: str
+    kind: str | None
+    payload: dict[str, Any]
+    done: Future[list[tuple[str, str]]] = dataclasses.field(default_factory=Future)
 
 
 @dataclass(frozen=True)
@@ -374,6 +386,9 @@ class Server:
         self.jobs: queue.Queue[str | WebhookJob] = queue.Queue()
         self._accept_pool = ThreadPoolExecutor(1, thread_name_prefix="charter-accept")
         self._accept_session: Session | None = None
+        # webhooks waiting for the accept thread: taken together, one transaction a turn
+        self._accepting: list[_Pending] = []
+        self._accepting_lock = threading.Lock()
         self._outage: float | None = None  # when the store became unreachable
         self._outage_lock = threading.Lock()
         self._generation = 0  # bumped per outage: every worker reconnects
@@ -443,12 +458,19 @@ class Server:
         # earlier proposals' agreement: observed by a worker in arrival order, also when
         # the trigger itself is refused (its key still running) or runs nothing
         outcome = outcome_from_trigger(provider, kind, None, payload) is not None
+        pending = _Pending(names, provider, kind, payload)
+        with self._accepting_lock:
+            self._accepting.append(pending)
         try:
-            # durable before the 202: a crash after it loses nothing (charter.runtime.accept)
-            accepted = self._accept_pool.submit(
-                self._accept, names, provider, kind, payload, outcome
-            ).result(timeout=60)
+            # durable before the 202: a crash after it loses nothing (charter.runtime.accept).
+            # Whichever turn of the accept thread comes first records every webhook waiting
+            # then, in one transaction (group commit); later turns find theirs done.
+            self._accept_pool.submit(self._accept_waiting)
+            accepted = pending.done.result(timeout=60)
         except Exception as exc:
+            with self._accepting_lock:  # not taken yet (timed out, shutting down): never
+                if pending in self._accepting:  # recorded after its 503
+                    self._accepting.remove(pending)
             if store_error(exc):
                 self.store_down(exc)
                 self._accept_pool.submit(self._close_accept)  # reconnect on the next one
@@ -464,27 +486,50 @@ class Server:
         self.metrics.admission.observe(time.perf_counter() - started)
         return 202, {"work_key": work_key, "personas": names}
 
-    def _accept(
-        self,
-        names: list[str],
-        provider: str,
-        kind: str | None,
-        payload: dict[str, Any],
-        outcome: bool,
-    ) -> list[tuple[str, str]]:
-        """On the accept thread (one session, one connection): record the webhook."""
-        if self._accept_session is None:
-            self._accept_session = open_session(self.options)
-        session = self._accept_session
-        at = self.options.clock()()
-        out: list[tuple[str, str]] = []
+    def _accept_waiting(self) -> None:
+        """On the accept thread (one session, one connection): record every webhook
+        waiting, in arrival order, in one transaction. Each request is answered only
+        after the commit; if the transaction fails, every request in it gets the error
+        (503) and none of them was recorded."""
+        with self._accepting_lock:
+            batch, self._accepting = self._accepting, []
+        work: list[tuple[str, WorkItem]] = []
+        taken: list[tuple[_Pending, int]] = []  # each request and how many items it has
+        try:
+            if self._accept_session is None:
+                self._accept_session = open_session(self.options)
+            runtime = self._accept_session.runtime
+        except BaseException as exc:
+            for pending in batch:
+                pending.done.set_exception(exc)
+            return
+        for pending in batch:
+            try:  # a request that cannot be built fails alone, not its neighbours
+                items = [
+                    (name, runtime.trigger_item(name, provider=pending.provider,
+                                                kind=pending.kind, payload=pending.payload))
+                    for name in pending.names
+                ]  # fmt: skip
+            except Exception as exc:
+                pending.done.set_exception(exc)
+                continue
+            work += items
+            taken.append((pending, len(items)))
+        if not taken:
+            return
+        try:
+            receipts = runtime.accept_many(work, at=self.options.clock()()) if work else []
+        except BaseException as exc:
+            for pending, _ in taken:
+                pending.done.set_exception(exc)
+            return
         self.store_back()
-        for name in names:
-            receipt = session.runtime.trigger(
-                name, provider=provider, kind=kind, at=at, payload=payload, defer=True
+        at = 0
+        for pending, count in taken:
+            pending.done.set_result(
+                [(r.persona, r.status.value) for r in receipts[at : at + count]]
             )
-            out.append((name, receipt.status.value))
-        return out
+            at += count
 
     def _close_accept(self) -> None:
         if self._accept_session is not None:

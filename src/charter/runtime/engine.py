@@ -256,6 +256,36 @@ class PersonaRuntime:
         ``rerun`` runs the same trigger again under ``<work key>#rerun:<rerun>``: the
         explicit way past duplicate detection (which otherwise holds for every retry).
         """
+        item = self.trigger_item(
+            name,
+            provider=provider,
+            kind=kind,
+            metadata=metadata,
+            payload=payload,
+            cost_usd=cost_usd,
+            tokens=tokens,
+            force=force,
+            rerun=rerun,
+        )
+        if defer:  # record it for a worker (serve): see accept()
+            return self.accept(name, item, at=at)
+        return self.submit(name, item, at=at, hold=hold, error=error)
+
+    def trigger_item(
+        self,
+        name: str,
+        *,
+        provider: str,
+        kind: str | None,
+        metadata: Mapping[str, str] | None = None,
+        payload: Mapping[str, Any] | None = None,
+        cost_usd: float = 0.0,
+        tokens: int = 0,
+        force: bool = False,
+        rerun: str | None = None,
+    ) -> WorkItem:
+        """The work item of a trigger for ``name`` (checked as :meth:`trigger` does),
+        without recording anything: for :meth:`accept_many`."""
         spec = self.spec(name)
         normalized: NormalizedTrigger = normalize_trigger(provider, kind, metadata, payload=payload)
         if not force and not declares_trigger(spec.triggers, normalized.provider, normalized.kind):
@@ -265,7 +295,7 @@ class PersonaRuntime:
                 f"{normalized.provider}.{normalized.kind} (declared: {declared}); "
                 "use --force to record it anyway"
             )
-        item = WorkItem(
+        return WorkItem(
             normalized.work_key + (f"#rerun:{rerun}" if rerun else ""),
             "trigger",
             cost_usd,
@@ -275,9 +305,6 @@ class PersonaRuntime:
             normalized.metadata,
             body=dict(payload) if payload is not None else None,
         )
-        if defer:  # record it for a worker (serve): see accept()
-            return self.accept(name, item, at=at)
-        return self.submit(name, item, at=at, hold=hold, error=error)
 
     def submit(
         self,
@@ -304,6 +331,20 @@ class PersonaRuntime:
         """
         self.spec(name)
         return self.transact(at, lambda b: self._submit(b, name, item, False, None, False, True))
+
+    def accept_many(
+        self, work: Sequence[tuple[str, WorkItem]], *, at: datetime
+    ) -> list[RunReceipt]:
+        """:meth:`accept` for many ``(persona, item)`` in one transaction (group commit).
+
+        Items are decided in order, each seeing the ones before it: a key offered twice
+        is queued once and coalesced after. All are durable together, or none is.
+        """
+        for name, _ in work:
+            self.spec(name)
+        return self.transact(
+            at, lambda b: [self._submit(b, n, i, False, None, False, True) for n, i in work]
+        )
 
     def _wake_kind(self, item: WorkItem) -> str:
         return Kind.SCHEDULE_FIRED if item.source == "schedule" else Kind.TRIGGER_RECEIVED

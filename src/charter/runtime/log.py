@@ -64,6 +64,8 @@ class EventLog(ABC):
 
     topic: str = TOPIC
     backend: str = "abstract"
+    #: write transactions committed through this log object (tests, benchmarks)
+    commits: int = 0
 
     @abstractmethod
     def write(self) -> AbstractContextManager[LogTransaction]:

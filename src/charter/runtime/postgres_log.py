@@ -294,6 +294,7 @@ class PostgresEventLog(EventLog):
             self._rollback()
             raise
         self._conn.execute("COMMIT")
+        self.commits += 1
 
     @contextmanager
     def read_view(self) -> Iterator[LogTransaction]:

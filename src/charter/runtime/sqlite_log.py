@@ -221,6 +221,7 @@ class SqliteEventLog(EventLog):
             self._conn.execute("ROLLBACK")
             raise
         self._conn.execute("COMMIT")
+        self.commits += 1
 
     @contextmanager
     def read_view(self) -> Iterator[LogTransaction]:
