@@ -337,6 +337,7 @@ class RunContext:
 
     def _check_stop(self) -> None:
         control = self._control
+        control.confirm_lease()
         if control.stop is not None:
             raise RunStopped("budget_exhausted", control.stop.to_payload())
         if control.fatal is not None:

@@ -46,13 +46,28 @@ class RunControl:
     park: bool = False
     journal: Journal = field(default_factory=Journal)
     replay: Replay | None = None
+    # charter.run.leases.LeaseKeeper while the workflow runs: a lost lease stops the run
+    lease: Any = None
 
     def next_call_id(self) -> str:
         self.calls += 1
         return f"call_{self.calls}"
 
+    def confirm_lease(self) -> None:
+        """Set ``fatal`` when the run's lease is gone (renewing it first when stale)."""
+        if self.lease is None or self.fatal is not None:
+            return
+        from .leases import LeaseLost
+
+        try:
+            self.lease.check()
+        except LeaseLost as exc:
+            self.fatal = str(exc)
+
     @property
     def stopping(self) -> bool:
+        """Whether no further call may run: a budget stop, a fatal error, a lost lease."""
+        self.confirm_lease()
         return self.stop is not None or self.fatal is not None
 
 

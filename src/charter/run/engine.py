@@ -21,6 +21,7 @@ from charter.policy import make_context, with_execution_policy
 from charter.runtime import (
     BUILTIN_PREDICATES,
     Batch,
+    EventLog,
     Handoff,
     HandoffError,
     HandoffRecord,
@@ -32,6 +33,7 @@ from charter.runtime import (
     adopt_handoff_policy,
     dispatch_handoff,
     format_time,
+    open_event_log,
     parse_time,
     render_status,
     select_route,
@@ -53,6 +55,7 @@ from .errors import (
     WorkflowLoadError,
 )
 from .events import RunKind
+from .leases import LeaseKeeper
 from .loader import load_context_packs, load_workflow
 from .models import ModelRouter
 from .parking import Journal, Replay, RunParked
@@ -399,7 +402,9 @@ def execute_admitted(
             tools=builtin_tools(str(workspace), ask_user=_user_callback(options.user)),
             daemon_dir=_daemon_dir(session),
         )
-        with _policy_stack(persona, inbox_item) as stage_receipts:
+        with _policy_stack(persona, inbox_item) as stage_receipts, _keep_lease(
+            session, control, name, run_id, lease_ttl, clock
+        ):
             result.result = _jsonable(_invoke(func, ctx))
     except RunStopped as stopped:
         status = stopped.status
@@ -512,6 +517,38 @@ def execute_admitted(
                 f"{name} demoted from {demoted['from']} to {demoted['to']}: {demoted['reason']}"
             )
     return result
+
+
+@contextlib.contextmanager
+def _keep_lease(
+    session: Session,
+    control: RunControl,
+    name: str,
+    run_id: str,
+    ttl: float,
+    clock: Callable[[], datetime],
+) -> Iterator[LeaseKeeper]:
+    """Renew the run's lease while the workflow runs (charter.run.leases): from a thread on
+    a connection of its own when the session owns its log, else only before each call."""
+    options = session.options
+
+    def open_log() -> EventLog:
+        return open_event_log(state_dir=options.state_dir, url=options.state_url, env=options.env)
+
+    keeper = LeaseKeeper(
+        session.runtime,
+        name,
+        run_id,
+        ttl_seconds=ttl,
+        clock=clock,
+        open_log=open_log if session.owns_log else None,
+    )
+    control.lease = keeper
+    try:
+        with keeper:
+            yield keeper
+    finally:
+        control.lease = None
 
 
 def _conclude(
