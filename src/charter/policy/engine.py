@@ -403,6 +403,9 @@ def _check_paths(frame: Frame, subjects: _Subjects) -> None:
                 )
         if not compiled.paths_restricted:
             continue
+        key = (ctx, access, resolved)
+        if key in compiled.paths_ok:
+            continue
         check = compiled.path_check(ctx, access)
         dim = f"paths.{access}"
         if check.deny is not None:
@@ -423,6 +426,12 @@ def _check_paths(frame: Frame, subjects: _Subjects) -> None:
                     f"paths ({_listing(group)})",
                     resolved,
                 )
+        if len(compiled.paths_ok) >= _MEMO_SIZE:
+            compiled.paths_ok.clear()  # bounded: recent targets stay fast
+        compiled.paths_ok.add(key)
+
+
+_MEMO_SIZE = 4096
 
 
 def _check_commands(

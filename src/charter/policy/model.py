@@ -138,6 +138,7 @@ class CompiledPolicy:
         "network_deny",
         "network_restricted",
         "paths",
+        "paths_ok",
         "paths_restricted",
         "tools_allow",
         "tools_deny",
@@ -177,6 +178,9 @@ class CompiledPolicy:
         self.network_all = _allows_everything(policy.network)
         self._path_cache: dict[tuple[PathContext, str], PathCheck] = {}
         self.tools_ok: dict[str, bool] = {}
+        #: ``(ctx, access, resolved target)`` that passed this policy's path rules. The
+        #: target is resolved afresh on every call; only the pure string match is memoised.
+        self.paths_ok: set[tuple[PathContext, str, str]] = set()
 
     def tools_verdict(self, name: str) -> bool:
         """Whether the tools rules allow ``name``; memoised (bounded) in :attr:`tools_ok`."""

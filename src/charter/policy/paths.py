@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .realpath import realpath
+
 _GLOB_CHARS = frozenset("*?[")
 
 #: Paths that are denied whenever any policy is active, unless a frame lifts them by name.
@@ -83,9 +85,9 @@ def resolve_target(value: str, ctx: PathContext) -> str:
         else:
             with contextlib.suppress(KeyError):
                 value = pwd.getpwnam(user).pw_dir + sep + rest
-    if not os.path.isabs(value):
-        value = os.path.join(ctx.workspace, value)
-    return os.path.realpath(value)
+    if not value.startswith("/"):
+        value = ctx.workspace + "/" + value  # ctx.workspace is resolved: never empty
+    return realpath(value)
 
 
 def _has_glob(part: str) -> bool:
@@ -238,5 +240,15 @@ def _sensitive_matcher(ctx: PathContext) -> PathMatcher:
 
 def sensitive_names(target: str, ctx: PathContext) -> tuple[str, ...]:
     """Names of the default sensitive-path rules that ``target`` (resolved) falls under."""
-    hits = _sensitive_matcher(ctx).all_matches(target)
-    return tuple(dict.fromkeys(_SENSITIVE_NAME_OF[p] for p in hits))
+    key = (ctx, target)
+    names = _SENSITIVE_SEEN.get(key)
+    if names is None:  # a pure function of the two strings: memoised, bounded
+        hits = _sensitive_matcher(ctx).all_matches(target)
+        names = tuple(dict.fromkeys(_SENSITIVE_NAME_OF[p] for p in hits))
+        if len(_SENSITIVE_SEEN) >= 4096:
+            _SENSITIVE_SEEN.clear()
+        _SENSITIVE_SEEN[key] = names
+    return names
+
+
+_SENSITIVE_SEEN: dict[tuple[PathContext, str], tuple[str, ...]] = {}
