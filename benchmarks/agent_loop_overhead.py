@@ -1,17 +1,27 @@
 """Agent-loop overhead per iteration with the mock provider and one tool call per iteration.
 
-Run: ``python benchmarks/agent_loop_overhead.py [iterations]``. Prints the per-iteration
-loop overhead (everything except the model, which the mock answers instantly) and the
-fraction of that time spent in policy decisions (``charter.policy.decide_current``), next
-to a hand-written loop doing the same mock call and tool call in the same run (the ratio
-is the number to watch; issue 12 aims at <= 4x), and the per-iteration cost of the first
-and last tenth of the run (flat in conversation length when they match).
+Run: ``python benchmarks/agent_loop_overhead.py [iterations] [--rounds N] [--baseline SRC]``.
+Prints the per-iteration loop overhead (everything except the model, which the mock
+answers instantly) and the part of it spent in policy decisions
+(``charter.policy.decide_current``), next to a hand-written loop doing the same mock call
+and tool call in the same process (the ratio is the number to watch; issue 12 aims at
+<= 4x), and the per-iteration cost of the first and last tenth of the run (flat in
+conversation length when they match).
+
+Each round runs in a fresh process; ``--baseline SRC`` (the ``src`` directory of another
+charter checkout, e.g. ``git archive main src | tar -x -C /tmp/base``) runs the same
+measurement against that code, alternating with this one round by round, so both see the
+same machine load. Medians over the rounds are printed.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
+import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -53,7 +63,9 @@ def hand_written(turns: list[Any], tool: Any) -> float:
     return time.perf_counter() - start
 
 
-def main(iterations: int = 2000) -> None:
+def measure(iterations: int) -> dict[str, float]:
+    """One run of both loops in this process: per-iteration microseconds."""
+
     def lookup(key: str) -> str:
         return key
 
@@ -76,6 +88,7 @@ def main(iterations: int = 2000) -> None:
             workspace=ws,
             max_iterations=100,
         )
+        hand_written(turns[:50], tool)
         provider = TimedMock([*turns, "done"])
         start = time.perf_counter()
         result = agent_loop(
@@ -89,23 +102,80 @@ def main(iterations: int = 2000) -> None:
         elapsed = time.perf_counter() - start
         baseline = hand_written(turns, tool)
     n = result.llm.iterations
-    policy_ms = float(result.trace["policy_ms"])
-    per_iter_ms = elapsed * 1000 / n
-    print(f"iterations:                {n}")
-    print(f"tool calls:                {result.trace['policy_decisions']}")
-    print(f"loop overhead / iteration: {per_iter_ms * 1000:.1f} us")
-    print(f"policy decision / call:    {policy_ms * 1000 / max(1, n - 1):.1f} us")
-    print(f"fraction in policy:        {policy_ms / (elapsed * 1000):.1%}")
-    base_us = baseline * 1e6 / n
-    print(f"hand-written loop / iter:  {base_us:.1f} us")
-    print(f"ratio agent_loop / hand:   {per_iter_ms * 1000 / base_us:.1f}x")
+    ran = result.trace["policy_decisions"] == iterations and not result.tools.rejected
+    assert ran, "the tool calls did not all run"
     stamps = provider.request_times
-    if len(stamps) > 20:
-        tenth = len(stamps) // 10
-        first = (stamps[tenth] - stamps[0]) * 1e6 / tenth
-        last = (stamps[-1] - stamps[-1 - tenth]) * 1e6 / tenth
-        print(f"first tenth / last tenth:  {first:.1f} us / {last:.1f} us per iteration")
+    tenth = max(1, len(stamps) // 10)
+    return {
+        "iterations": n,
+        "loop_us": elapsed * 1e6 / n,
+        "policy_us": float(result.trace["policy_ms"]) * 1000 / max(1, n - 1),
+        "hand_us": baseline * 1e6 / n,
+        "first_tenth_us": (stamps[tenth] - stamps[0]) * 1e6 / tenth,
+        "last_tenth_us": (stamps[-1] - stamps[-1 - tenth]) * 1e6 / tenth,
+    }
+
+
+def _child(iterations: int, src: str | None) -> dict[str, float]:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # timing includes no recompilation
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
+    out = subprocess.run(
+        [sys.executable, __file__, str(iterations), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    metrics: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return metrics
+
+
+def _report(label: str, runs: list[dict[str, float]]) -> None:
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    suffix = f" [{label}]" if label else ""
+    ratio = statistics.median(r["loop_us"] / r["hand_us"] for r in runs)
+    print(f"iterations:                {int(runs[0]['iterations'])}{suffix}")
+    print(f"loop overhead / iteration: {med('loop_us'):.1f} us{suffix}")
+    print(f"policy decision / call:    {med('policy_us'):.1f} us{suffix}")
+    print(f"fraction in policy:        {med('policy_us') / med('loop_us'):.1%}{suffix}")
+    print(f"hand-written loop / iter:  {med('hand_us'):.1f} us{suffix}")
+    print(f"ratio agent_loop / hand:   {ratio:.1f}x (goal: <= 4x){suffix}")
+    print(
+        f"first tenth / last tenth:  {med('first_tenth_us'):.1f} us / "
+        f"{med('last_tenth_us'):.1f} us per iteration{suffix}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("iterations", type=int, nargs="?", default=2000)
+    parser.add_argument("--rounds", type=int, default=1, help="fresh processes, medians shown")
+    parser.add_argument(
+        "--baseline", metavar="SRC", help="another charter's src dir, measured alternately"
+    )
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.json:
+        print(json.dumps(measure(args.iterations)))
+        return
+    if args.rounds == 1 and not args.baseline:
+        _report("", [measure(args.iterations)])
+        return
+    this: list[dict[str, float]] = []
+    base: list[dict[str, float]] = []
+    for _ in range(args.rounds):
+        this.append(_child(args.iterations, None))
+        if args.baseline:
+            base.append(_child(args.iterations, os.path.abspath(args.baseline)))
+    print(f"medians of {args.rounds} round(s), alternating, one process each")
+    _report("this" if args.baseline else "", this)
+    if args.baseline:
+        _report("baseline", base)
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2000)
+    main()

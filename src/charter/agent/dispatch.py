@@ -20,6 +20,7 @@ from charter.policy import (
 )
 from charter.policy.names import canonical_name
 
+from . import telemetry
 from .providers.base import ToolCallRequest
 from .tools import Tool
 
@@ -146,8 +147,8 @@ class Dispatcher:
 
     async def dispatch_one(self, req: ToolCallRequest) -> ToolOutcome:
         """Decide and run one call (an ``execute_tool`` span with the ``otel`` extra)."""
-        from . import telemetry
-
+        if telemetry.tracer() is None:  # no spans wanted: skip building their attributes
+            return await self._dispatch_one(req)
         attributes = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": req.name,

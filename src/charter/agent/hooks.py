@@ -59,15 +59,23 @@ class CombinedHooks(LoopHook):
         for hook in self.hooks:
             await hook.on_start(run, stack)
 
+    # The two per-turn points skip hooks that kept the no-op (most do): an awaited
+    # coroutine per hook per turn is measurable in a long loop.
+
     async def before_model_call(self, run: Any, iteration: int) -> None:
         for hook in self.hooks:
-            await hook.before_model_call(run, iteration)
+            method = hook.before_model_call
+            if getattr(method, "__func__", None) is not _NOOP_MODEL_CALL:
+                await method(run, iteration)
 
     async def before_dispatch(
         self, run: Any, iteration: int, text: str, calls: list[Any]
     ) -> dict[str, Any] | None:
         for hook in self.hooks:
-            directive = await hook.before_dispatch(run, iteration, text, calls)
+            method = hook.before_dispatch
+            if getattr(method, "__func__", None) is _NOOP_DISPATCH:
+                continue
+            directive = await method(run, iteration, text, calls)
             if directive is not None:
                 return directive  # the first objection decides
         return None
@@ -82,3 +90,7 @@ class CombinedHooks(LoopHook):
     def on_finish(self, run: Any) -> None:
         for hook in self.hooks:
             hook.on_finish(run)
+
+
+_NOOP_MODEL_CALL = LoopHook.before_model_call
+_NOOP_DISPATCH = LoopHook.before_dispatch

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -22,13 +21,14 @@ from charter.policy import (
     with_execution_policy,
 )
 
-from .callers import LlmCaller, call_caller, default_llm_caller
+from .callers import LlmCaller, default_llm_caller
 from .completion import completion_gates
 from .delegation import delegate_tool
 from .dispatch import Dispatcher, ToolOutcome
 from .extensions import install_extensions
 from .hooks import CombinedHooks
 from .judges import JudgeConfig
+from .modelcall import call_model
 from .options import (
     AgentOptionError,
     IterationBudget,
@@ -44,6 +44,7 @@ from .reasoning import fold_options as fold_reasoning
 from .result import AgentResult, LlmStats, ToolStats, TurnResult
 from .stall import stall_check
 from .suspension import TOOL, await_tool
+from .sync import run_sync
 from .textmode import (
     DEFAULT_SENTINEL,
     has_tool_call_tags,
@@ -476,32 +477,7 @@ class _Run:
             "request": request,
             "provider": self.provider,
         }
-        from . import telemetry
-
-        attributes = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": getattr(self.provider, "name", None),
-            "gen_ai.request.model": request.model,
-            "gen_ai.conversation.id": self.cfg.session_id,
-        }
-        with telemetry.span(f"chat {request.model or ''}".strip(), attributes) as current:
-            try:
-                reply: dict[str, Any] = await call_caller(caller, call)
-            except Exception as exc:
-                reply = {"ok": False, "status": "provider_error", "error": exc}
-            if reply.get("ok"):
-                response = reply["value"]
-                telemetry.annotate(
-                    current,
-                    {
-                        "gen_ai.response.model": getattr(response, "model", None),
-                        "gen_ai.usage.input_tokens": getattr(response, "input_tokens", None),
-                        "gen_ai.usage.output_tokens": getattr(response, "output_tokens", None),
-                    },
-                )
-            else:
-                telemetry.error(current, str(reply.get("status") or "provider_error"))
-            return reply
+        return await call_model(caller, call, request, self.provider)
 
     async def run(self, all_tools: list[Tool]) -> AgentResult:
         cfg = self.cfg
@@ -999,7 +975,7 @@ async def agent_loop_async(prompt: str, system: str | None = None, **options: An
 
 def agent_loop(prompt: str, system: str | None = None, **options: Any) -> AgentResult:
     """Synchronous twin of :func:`agent_loop_async` (must not be called inside a running loop)."""
-    return asyncio.run(agent_loop_async(prompt, system, **options))
+    return run_sync(agent_loop_async(prompt, system, **options))
 
 
 async def agent_turn_async(prompt: str, **options: Any) -> TurnResult:
@@ -1043,4 +1019,4 @@ async def agent_turn_async(prompt: str, **options: Any) -> TurnResult:
 
 def agent_turn(prompt: str, **options: Any) -> TurnResult:
     """Synchronous twin of :func:`agent_turn_async`."""
-    return asyncio.run(agent_turn_async(prompt, **options))
+    return run_sync(agent_turn_async(prompt, **options))

@@ -91,6 +91,8 @@ class NarrowingHook(LoopHook):
         # each turn costs its new events, not the whole history (flat in run length)
         self.last_used: dict[str, int] = {}
         self.seen = 0
+        # tools and their classes are fixed for the run: classify once, not every turn
+        self.classified = [(tool.name, classify(tool), tool.name.lower()) for tool in self.tools]
 
     async def before_model_call(self, run: Any, iteration: int) -> None:
         events = run.events
@@ -105,16 +107,19 @@ class NarrowingHook(LoopHook):
             return
         floor = iteration - 1 - self.window
         recent = {name for name, used in self.last_used.items() if used > floor}
+        prune, keep = self.prune, self.hard_keep
+        names = [
+            shown
+            for shown, cls, name in self.classified
+            if cls in prune and name not in keep and name not in recent
+        ]
+        if names == self.removed:
+            return  # the surface is unchanged: no event, nothing to build
         removed: list[dict[str, str]] = []
         kept: list[dict[str, str]] = []
-        for tool in self.tools:
-            cls = classify(tool)
-            name = tool.name.lower()
-            prunable = cls in self.prune and name not in self.hard_keep and name not in recent
-            (removed if prunable else kept).append({"name": tool.name, "class": cls})
-        names = [r["name"] for r in removed]
-        if names == self.removed:
-            return
+        for shown, cls, name in self.classified:
+            prunable = cls in prune and name not in keep and name not in recent
+            (removed if prunable else kept).append({"name": shown, "class": cls})
         self.removed = names
         run.hidden_tools = {n.lower() for n in names}
         run.event(

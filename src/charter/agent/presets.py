@@ -22,7 +22,6 @@ Captain layers (opt-in; each needs its dependency, and an explicit ``tool_caller
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import time
 from collections.abc import Mapping
@@ -40,6 +39,7 @@ from .callers import (
 )
 from .options import AgentOptionError
 from .result import AgentResult
+from .sync import run_sync
 
 _STALL = {"enabled": True, "threshold": 3}
 
@@ -269,7 +269,7 @@ async def run_preset(kind: str, task: str, options: Mapping[str, Any] | None = N
 
 def _helper(kind: str) -> Any:
     def run(task: str, options: Mapping[str, Any] | None = None, **kw: Any) -> AgentResult:
-        return asyncio.run(run_preset(kind, task, {**(options or {}), **kw}))
+        return run_sync(run_preset(kind, task, {**(options or {}), **kw}))
 
     run.__name__ = f"{kind}_agent"
     run.__doc__ = f"Run ``agent_loop`` with the ``{kind}`` preset (caller options win)."

@@ -38,6 +38,7 @@ from .callers import LlmCaller, call_caller, default_llm_caller, with_retry
 from .options import AgentOptionError, check_known
 from .providers import ProviderError
 from .result import AgentResult
+from .sync import run_sync
 from .tools import Tool, as_tools
 
 # -- budgets ------------------------------------------------------------------------
@@ -432,9 +433,7 @@ async def run_request(
 
 def sub_agent_run(task: str, **options: Any) -> dict[str, Any]:
     """Synchronous twin of :func:`sub_agent_run_async` (not inside a running event loop)."""
-    import asyncio
-
-    return asyncio.run(sub_agent_run_async(task, **options))
+    return run_sync(sub_agent_run_async(task, **options))
 
 
 def sub_agent_tool(tools: Sequence[Tool | Callable[..., Any]] = (), **defaults: Any) -> Tool:

@@ -23,6 +23,7 @@ from typing import Any
 _TRACER: Any = None
 _TRACE: Any = None  # the opentelemetry.trace module, once imported
 _AVAILABLE: bool | None = None
+_INSTALLED = False  # a real (non-proxy) tracer provider was seen
 SCOPE = "charter"
 OTLP_ENV = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
 
@@ -57,7 +58,9 @@ def _configure_otlp() -> None:
 
 def tracer() -> Any:
     """The ``charter`` tracer, or ``None`` without the extra."""
-    global _TRACER, _TRACE
+    global _TRACER, _TRACE, _INSTALLED
+    if _INSTALLED:  # a global provider is set once and for all (OpenTelemetry's rule)
+        return _TRACER
     if not available():
         return None
     if _TRACE is None:
@@ -69,13 +72,14 @@ def tracer() -> Any:
         _TRACER = _TRACE.get_tracer(SCOPE)
     if isinstance(_TRACE.get_tracer_provider(), _TRACE.ProxyTracerProvider):
         return None  # no provider installed (yet): spans would be dropped, skip their cost
+    _INSTALLED = True
     return _TRACER
 
 
 def reset() -> None:
     """Forget the cached tracer (tests that install their own provider)."""
-    global _TRACER, _AVAILABLE
-    _TRACER, _AVAILABLE = None, None
+    global _TRACER, _AVAILABLE, _INSTALLED
+    _TRACER, _AVAILABLE, _INSTALLED = None, None, False
 
 
 def _clean(attributes: Mapping[str, Any]) -> dict[str, Any]:
