@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from charter.run import RunOptions, run_persona
+from charter.run import RunOptions, open_session, run_persona
 from charter.runtime import EventLogError, LogTransaction, SqliteEventLog
 
 from .conftest import envelope, events, executed, kinds, persona_toml, run_json
@@ -104,3 +104,58 @@ def test_run_record_carries_persona_runtime_snapshots(
     assert record["run_id"] == data["run_id"]
     assert record["persona_runtime"] == data["persona_runtime"]
     assert [r["kind"] for r in record["receipts"]] == [r["kind"] for r in data["receipts"]]
+
+
+class RecoveredElsewhere(SqliteEventLog):
+    """Another process recovers the run's lease (as if its TTL had passed) just before
+    the run's first write after its workflow started: after the run last confirmed its
+    lease (charter.run.leases), before the receipt that precedes its merge. A partition
+    or a pause between the two looks like this."""
+
+    def __init__(self, pack: Path) -> None:
+        super().__init__(pack / "state")
+        self.pack = pack
+        self.recovered = False
+
+    @contextmanager
+    def write(self) -> Iterator[LogTransaction]:
+        if not self.recovered and (self.pack / "started").exists():
+            self.recovered = True
+            other = open_session(RunOptions(manifest=self.pack, state_dir=self.pack / "state"))
+            try:
+                later = datetime(2026, 11, 21, 9, tzinfo=UTC) + timedelta(minutes=10)
+                assert other.runtime.expire_leases("actor", at=later)
+            finally:
+                other.close()
+        with super().write() as txn:
+            yield txn
+
+
+@pytest.mark.parametrize("policy", ["required", "optional", "disabled"])
+def test_a_run_whose_lease_was_recovered_meanwhile_does_not_act(
+    make_pack: Callable[..., Path], policy: str
+) -> None:
+    """The receipt before a side effect is the fence: written only while the run holds
+    its lease, checked in that write's own transaction, whatever the policy (with
+    ``disabled`` the check writes nothing). Its twin that keeps its lease merges
+    (test_receipt_policies)."""
+    pack = make_pack(persona_toml(receipts=policy))
+    log = RecoveredElsewhere(pack)
+    try:
+        result = run_persona(
+            "actor",
+            provider="test",
+            kind="go",
+            metadata={"id": "1"},
+            payload={"sleep": 0.01, **MERGE},
+            options=RunOptions(manifest=pack, log=log, at=datetime(2026, 11, 21, 9, tzinfo=UTC)),
+        )
+    finally:
+        log.close()
+    assert log.recovered
+    assert executed(pack) == []  # the side effect never happened
+    assert result.status == "failed"
+    assert "no longer holds its lease" in (result.error or "")
+    run = [e["kind"] for e in events(pack) if e["payload"].get("run_id") == result.run_id]
+    assert not [k for k in run if k.startswith("persona.tool.")]
+    assert run[-2:] == ["persona.lease.expired", "persona.run.recorded"]

@@ -40,6 +40,7 @@ from .engine import (
 )
 from .errors import (
     ApprovalError,
+    LeaseLost,
     ManifestInvalid,
     ModelProviderFailed,
     PricingError,
@@ -72,6 +73,7 @@ __all__ = [
     "BudgetStop",
     "CallbackApprover",
     "InteractiveApprover",
+    "LeaseLost",
     "LiveBudget",
     "ManifestInvalid",
     "UnknownPersona",

@@ -25,6 +25,11 @@ class ReceiptError(RuntimeError):
     """A receipt the persona's ``receipt_policy = "required"`` demands could not be written."""
 
 
+class LeaseLost(ReceiptError):
+    """The run no longer holds its lease (it expired, or another process or host recovered
+    it): what it was about to do does not happen, whatever the receipt policy."""
+
+
 class PricingError(RuntimeError):
     """The price table is malformed, or (strict mode) a model has no price."""
 
@@ -66,6 +71,7 @@ class RunStopped(BaseException):
 
 __all__ = [
     "ApprovalError",
+    "LeaseLost",
     "ManifestInvalid",
     "ModelProviderFailed",
     "PricingError",

@@ -27,12 +27,12 @@ from typing import Any
 
 from charter.runtime import EventLog, PersonaRuntime, UnknownRunError
 
+# one error for a lost lease, whether the keeper finds it or the receipt that precedes an
+# action does (charter.run.receipts): a ReceiptError, so every call site stops the call
+from .errors import LeaseLost
+
 #: Renewals happen every TTL / 3 (as approval waits do), never more often than this.
 MIN_INTERVAL_S = 1.0
-
-
-class LeaseLost(Exception):
-    """The run's lease was expired by someone else: the run must stop."""
 
 
 class LeaseKeeper:

@@ -4,6 +4,15 @@
   :class:`ReceiptError` and the run fails closed (the side effect does not happen).
 - ``optional``: a failed write becomes a warning and the run goes on.
 - ``disabled``: no receipts are written (mechanism events such as approvals still are).
+
+Fencing: a run acts only while it holds its lease. Every receipt or mechanism event that
+precedes an action (``persona.tool.executing``, a dry run, a proposal, a budget
+reservation, an approval request, ...) checks, in the transaction that writes it, that
+the run still holds a live lease; if the lease expired or was recovered by another
+process or host (``persona.lease.expired``), :class:`LeaseLost` is raised whatever the
+policy and the action does not happen. With ``disabled`` the check is made without a
+write. What records an action that already happened (:data:`AFTER_THE_FACT`) is written
+regardless: the log keeps the truth about a side effect even when the lease went meanwhile.
 """
 
 from __future__ import annotations
@@ -13,13 +22,20 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from charter.runtime import Batch, EventLogError, PersonaRuntime, format_time
+from charter.runtime import Batch, EventLogError, PersonaRuntime, format_time, parse_time
 
-from .errors import ReceiptError
+from .errors import LeaseLost, ReceiptError
+from .events import RunKind
 
 REQUIRED = "required"
 OPTIONAL = "optional"
 DISABLED = "disabled"
+
+#: Kinds that record what already happened (a side effect, a model's usage, the run's
+#: own account): not fenced by the lease.
+AFTER_THE_FACT = frozenset(
+    {RunKind.TOOL_EXECUTED, RunKind.USAGE_RECORDED, RunKind.RUN_RECORDED, RunKind.RUN_TRANSCRIPT}
+)
 
 
 class ReceiptLog:
@@ -46,8 +62,13 @@ class ReceiptLog:
         self.pending_ids: list[int] = []
 
     def receipt(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
-        """Write a receipt (a ``receipt_id`` is assigned); ``None`` when not written."""
+        """Write a receipt (a ``receipt_id`` is assigned); ``None`` when not written.
+
+        Raises :class:`LeaseLost` (whatever the policy) when ``kind`` precedes an action
+        and the run no longer holds its lease."""
         if self.policy == DISABLED:
+            if kind not in AFTER_THE_FACT:
+                self.runtime.transact(self.clock(), self._fence)
             return None
         try:
             entry = self._append(kind, payload, receipt=True)
@@ -79,9 +100,23 @@ class ReceiptLog:
         self.event_ids.extend(self.pending_ids)
         self.pending_ids.clear()
 
+    def _fence(self, batch: Batch) -> None:
+        """Raise :class:`LeaseLost` unless the run holds a lease live at ``batch.at``
+        (read under the log's write lock: no other process can recover it meanwhile)."""
+        state = batch.state(self.persona)
+        run = state.runs.get(self.run_id)
+        lease = state.leases.get(run.get("lease_id") or "") if run else None
+        if lease is None or parse_time(lease["expires_at"]) <= batch.at:
+            raise LeaseLost(
+                f"run {self.run_id} no longer holds its lease (expired, or recovered by "
+                "another process or host): it does not act"
+            )
+
     def _emit(
         self, batch: Batch, kind: str, payload: dict[str, Any], *, receipt: bool
     ) -> dict[str, Any]:
+        if kind not in AFTER_THE_FACT:
+            self._fence(batch)
         full: dict[str, Any] = {"run_id": self.run_id, **payload}
         if receipt:
             full["receipt_id"] = batch.new_id("receipt")
@@ -96,4 +131,4 @@ class ReceiptLog:
         return entry
 
 
-__all__ = ["DISABLED", "OPTIONAL", "REQUIRED", "ReceiptLog"]
+__all__ = ["AFTER_THE_FACT", "DISABLED", "OPTIONAL", "REQUIRED", "ReceiptLog"]
