@@ -20,9 +20,17 @@ overlay, MCP servers and user arguments to filter):
 the first three with the launch cache (the usual case: nothing changed since the last
 launch), then the first two again with ``CHARTER_LAUNCH_CACHE=0`` (a changed persona).
 
-Target: under 80 ms median for the first two (a bash launcher doing the same job takes
-about 120 ms). Medians of wall-clock times; the machine is shared, so look at the minimum
-too.
+The peer: ``print-policy`` (with and without the cache) is timed run for run alternating
+with agent-persona's launcher (bash) printing the policy of the same persona, and the
+ratios charter/peer are printed (goal: at most 0.5x, with and without the cache).
+agent-persona itself is not available offline, so the default peer is
+``benchmarks/peer/agent_persona_print_policy.sh``, a reconstruction of its
+``print-policy claude <persona>`` path from seed 004 (bash plus one ``python3`` helper
+per policy question: nine interpreter starts for this persona); ``--peer SCRIPT`` times
+another one (called as ``SCRIPT claude rev`` in the repo), ``--peer none`` skips it. The
+peer's ``python3`` is this interpreter, not a version manager's shim.
+
+Medians of wall-clock times; the machine is shared, so look at the minimum too.
 
 ``--baseline SRC`` (the ``src`` directory of another charter checkout, e.g. from
 ``git archive <commit> src | tar -x -C /tmp/old``) times that code too, run for run
@@ -57,6 +65,11 @@ POLICY = {
 }
 
 
+# agent-persona's launcher itself is not available offline: benchmarks/peer has a
+# reconstruction of its print-policy path from seed 004 (see that script's header)
+PEER = Path(__file__).with_name("peer") / "agent_persona_print_policy.sh"
+
+
 def _setup(root: Path) -> tuple[Path, dict[str, str]]:
     repo = root / "repo"
     (repo / ".git").mkdir(parents=True)
@@ -87,17 +100,33 @@ def _setup(root: Path) -> tuple[Path, dict[str, str]]:
     return repo, env
 
 
-def _time(cmd: list[str], cwd: Path, envs: list[dict[str, str]], runs: int) -> list[list[float]]:
-    """``runs`` timings of ``cmd`` under each of ``envs``, the envs alternating run by run."""
-    for env in envs:  # warm caches
+def _time(
+    variants: list[tuple[list[str], dict[str, str]]], cwd: Path, runs: int
+) -> list[list[float]]:
+    """``runs`` timings of each (command, env) variant, the variants alternating run by run."""
+    for cmd, env in variants:  # warm caches
         subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, check=True)
-    out: list[list[float]] = [[] for _ in envs]
+    out: list[list[float]] = [[] for _ in variants]
     for _ in range(runs):
-        for env, times in zip(envs, out, strict=True):
+        for (cmd, env), times in zip(variants, out, strict=True):
             start = time.perf_counter()
             subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, check=True)
             times.append((time.perf_counter() - start) * 1000)
     return out
+
+
+def _peer_env(env: dict[str, str], root: Path) -> dict[str, str]:
+    """The peer's env: ``python3`` on its PATH is this interpreter itself.
+
+    The peer starts one ``python3`` per policy question; through a version manager's shim
+    (pyenv's is a bash script) each start would cost it tens of ms more than charter pays.
+    """
+    bindir = root / "peer-bin"
+    bindir.mkdir(exist_ok=True)
+    link = bindir / "python3"
+    if not link.exists():
+        link.symlink_to(os.path.realpath(sys.executable))
+    return {**env, "PATH": f"{bindir}{os.pathsep}{env['PATH']}"}
 
 
 def main() -> int:
@@ -108,6 +137,13 @@ def main() -> int:
     )
     parser.add_argument(
         "--only", metavar="TEXT", help="time only the cases whose name contains TEXT"
+    )
+    parser.add_argument(
+        "--peer",
+        metavar="SCRIPT",
+        default=str(PEER),
+        help="agent-persona's launcher, run as SCRIPT claude rev, timed alternately with "
+        "print-policy (default: the reconstruction in benchmarks/peer; 'none' to skip)",
     )
     args = parser.parse_args()
     charter = str(Path(sys.executable).with_name("charter"))
@@ -170,7 +206,7 @@ def main() -> int:
             *cases["launch (unshare, tool exits at once)"][6:],
         ]
         labels = ["this"] + (["baseline"] if args.baseline else [])
-        width = 36 + (10 if args.baseline else 0)
+        width = 40 + (10 if args.baseline else 0)
         print(f"{'case':<{width}} {'median':>8} {'min':>8} {'max':>8}  (ms, {args.runs} runs)")
         cases_nocache = {
             "launch --dry-run (no cache)": cases["launch --dry-run"],
@@ -180,24 +216,40 @@ def main() -> int:
         runs += [(n, c, nocache) for n, c in cases_nocache.items()]
         if args.only:
             runs = [r for r in runs if args.only in r[0]]
+        peer_cmd = [args.peer, "claude", "rev"]
+        peer_env = _peer_env(env, Path(tmp))
         medians: dict[str, dict[str, float]] = {label: {} for label in labels}
+        peer: dict[str, float] = {}
         for name, cmd, case_env in runs:
-            envs = [case_env]
+            variants = [(cmd, case_env)]
             if args.baseline:
                 old_path = os.pathsep.join(filter(None, [args.baseline, env.get("PYTHONPATH")]))
-                envs.append({**case_env, "PYTHONPATH": old_path})
-            for label, times in zip(labels, _time(cmd, repo, envs, args.runs), strict=True):
-                medians[label][name] = statistics.median(times)
-                shown = f"{name} [{label}]" if args.baseline else name
-                print(
-                    f"{shown:<{width}} {medians[label][name]:8.1f} {min(times):8.1f} "
-                    f"{max(times):8.1f}"
-                )
+                variants.append((cmd, {**case_env, "PYTHONPATH": old_path}))
+            # the peer has no cache: it runs alongside both print-policy cases
+            with_peer = name.startswith("print-policy") and args.peer != "none"
+            if with_peer:
+                variants.append((peer_cmd, peer_env))
+            timings = _time(variants, repo, args.runs)
+            timed = [*labels, "peer"] if with_peer else labels
+            for label, times in zip(timed, timings, strict=True):
+                median = statistics.median(times)
+                if label == "peer":
+                    peer[name] = median
+                    shown = f"{name} [agent-persona]"
+                else:
+                    medians[label][name] = median
+                    shown = f"{name} [{label}]" if args.baseline else name
+                print(f"{shown:<{width}} {median:8.1f} {min(times):8.1f} {max(times):8.1f}")
         for label in labels:
             m = medians[label]
-            if args.only:
-                continue  # the ratios need every case
             suffix = f" [{label}]" if args.baseline else ""
+            for name, peer_median in peer.items():
+                print(
+                    f"{name} / agent-persona print-policy (same run): "
+                    f"{m[name] / peer_median:.2f}x (goal: at most 0.5x){suffix}"
+                )
+            if args.only:
+                continue  # the other ratios need every case
             for mode in ("unshare", "swap"):
                 added = (
                     m[f"launch ({mode}, tool exits at once)"]
