@@ -10,19 +10,21 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .capabilities import CapabilitySurface, add_declared, load_capabilities_file
 from .discovery import MANIFEST_NAME, find_manifest, find_repo_root, persona_roots
 from .errors import Collector, ManifestError, join
 from .fields import convert, read_strings, type_name
 from .folders import FolderPersona, load_folder, persona_dirs
-from .model import ErrorScope, HandoffRoute, Manifest, Persona, PersonaSource, TriggerSpec
+from .model import ErrorScope, Manifest, Persona, PersonaSource
 from .persona import BuildContext, build_persona
-from .routes import build_route, build_trigger
 from .source_text import parse_json, parse_toml, read_text, with_positions
 from .spec import MANIFEST, PERSONA
 from .syntax import TARGET_FORMS
+
+if TYPE_CHECKING:
+    from .workflow_model import HandoffRoute, TriggerSpec
 
 #: Top-level keys that make a TOML file a manifest rather than a standalone persona file.
 _MANIFEST_KEYS = frozenset(MANIFEST.names)
@@ -300,6 +302,8 @@ def _load_routes(
     routes: list[HandoffRoute],
     triggers: list[TriggerSpec],
 ) -> None:
+    from .routes import build_route, build_trigger  # and the route and trigger dataclasses
+
     seen: dict[str, int] = {}
     for i, item in enumerate(_table_list(data, "handoff_routes", col, "handoff route")):
         path = f"handoff_routes[{i}]"

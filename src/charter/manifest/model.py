@@ -5,13 +5,45 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from charter.policy import Frame, Policy, Rules, SideEffectLevel, mcp_tools_follow_servers
+from charter.policy import Frame, Policy, Rules, mcp_tools_follow_servers
 
 from .errors import ManifestError
 from .spec import AutonomyTier, ReceiptPolicy
 from .syntax import EntryWorkflow, HandoffTarget, TriggerName
+
+if TYPE_CHECKING:
+    from .workflow_model import HandoffRoute as HandoffRoute
+    from .workflow_model import PackageSource as PackageSource
+    from .workflow_model import Promotion as Promotion
+    from .workflow_model import RouteStep as RouteStep
+    from .workflow_model import Stage as Stage
+    from .workflow_model import StageExit as StageExit
+    from .workflow_model import TriggerBinding as TriggerBinding
+    from .workflow_model import TriggerSpec as TriggerSpec
+
+# defined in charter.manifest.workflow_model, loaded on first use (see there)
+_WORKFLOW = frozenset(
+    {
+        "HandoffRoute",
+        "PackageSource",
+        "Promotion",
+        "RouteStep",
+        "Stage",
+        "StageExit",
+        "TriggerBinding",
+        "TriggerSpec",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WORKFLOW:
+        from . import workflow_model
+
+        return getattr(workflow_model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,68 +75,11 @@ class ModelPolicy:
 
 
 @dataclass(frozen=True, slots=True)
-class Promotion:
-    """``[rollout_policy.promotion]``: what the receipts must show (seed 003, issue 18)."""
-
-    min_runs: int | None = None
-    min_agreement: float | None = None
-    max_denials_per_run: float | None = None
-    max_cost_per_run: float | None = None
-    window: str = "30d"
-    max_disagreement_streak: int = 5
-
-    @property
-    def declared(self) -> bool:
-        """Whether any promotion criterion is set."""
-        return any(
-            v is not None
-            for v in (
-                self.min_runs,
-                self.min_agreement,
-                self.max_denials_per_run,
-                self.max_cost_per_run,
-            )
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class RolloutPolicy:
     mode: str | None = None
     percentage: float | None = None
     cohorts: tuple[str, ...] = ()
     promotion: Promotion | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PackageSource:
-    package: str | None = None
-    version: str | None = None
-    path: str | None = None
-    git: str | None = None
-    rev: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class StageExit:
-    on_complete: str | None = None
-    on_failure: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Stage:
-    """A workflow step with its own tool surface (seed 000)."""
-
-    name: str
-    allowed_tools: tuple[str, ...] | None = None
-    side_effect_level: SideEffectLevel | None = None
-    max_iterations: int | None = None
-    on_exit: StageExit | None = None
-
-    def policy(self, persona: str | None = None) -> Policy:
-        """The frame pushed while the stage runs (intersects with the persona's frame)."""
-        tools = Rules((self.allowed_tools,)) if self.allowed_tools is not None else Rules()
-        label = f"{persona}/{self.name}" if persona else self.name
-        return Policy(tools=tools, side_effect_level=self.side_effect_level, name=label)
 
 
 SourceKind = Literal["manifest", "persona_file", "folder"]
@@ -240,56 +215,6 @@ class Persona:
 
 
 @dataclass(frozen=True, slots=True)
-class RouteStep:
-    target: HandoffTarget
-    when: str = "always"
-    policy_override: Policy | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class HandoffRoute:
-    """``[[handoff_routes]]``: where a persona's handoffs of a kind may go, in order."""
-
-    id: str
-    from_persona: str
-    route: tuple[RouteStep, ...]
-    kind: str | None = None
-    custom_predicates: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class TriggerSpec:
-    """An explicit ``[[triggers]]`` registration."""
-
-    id: str
-    kind: str
-    handler: HandoffTarget
-    provider: str | None = None
-    events: tuple[str, ...] = ()
-    metadata: dict[str, str] = field(default_factory=dict)
-    schedule: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TriggerBinding:
-    """A normalised (provider, event) -> persona registration, from either declaration form."""
-
-    provider: str
-    event: str
-    persona: str
-    source: str  # "persona" (the persona's triggers list) or the [[triggers]] id
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "provider": self.provider,
-            "event": self.event,
-            "handler": f"persona://{self.persona}",
-            "handler_kind": "persona",
-            "source": self.source,
-        }
-
-
-@dataclass(frozen=True, slots=True)
 class ErrorScope:
     """Where one declared persona lives, so its errors can be told from the others'.
 
@@ -382,6 +307,8 @@ class Manifest:
 
     def trigger_bindings(self, name: str | None = None) -> tuple[TriggerBinding, ...]:
         """Every (provider, event) -> persona binding, optionally for one persona."""
+        from .workflow_model import TriggerBinding
+
         out: list[TriggerBinding] = []
         for persona in self.personas:
             if name is None or persona.name == name:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from charter.policy import (
     BUILTIN_TOOLS,
@@ -25,19 +25,13 @@ from .capabilities import CapabilitySurface
 from .cron import cron_error
 from .errors import Collector, join
 from .fields import read_table
-from .model import (
-    Budget,
-    ModelPolicy,
-    PackageSource,
-    Persona,
-    PersonaSource,
-    RuntimeSettings,
-    Stage,
-    StageExit,
-)
+from .model import Budget, ModelPolicy, Persona, PersonaSource, RuntimeSettings
 from .rollout import build_rollout
 from .spec import PERSONA, AutonomyTier, ReceiptPolicy
 from .syntax import HandoffTarget, check_name, parse_entry, parse_target, parse_trigger
+
+if TYPE_CHECKING:
+    from .workflow_model import PackageSource, Stage
 
 
 @dataclass
@@ -149,6 +143,11 @@ def build_persona(
     )
     if len(col.errors) > start:
         return None
+    package_source: PackageSource | None = None
+    if "package_source" in checked:
+        from .workflow_model import PackageSource  # loaded only when a persona declares one
+
+        package_source = PackageSource(**checked["package_source"])
     return Persona(
         name=name,
         description=checked["description"],
@@ -172,9 +171,7 @@ def build_persona(
             tuple(v for _, v in model.get("fallback_models", ())),
         ),
         rollout_policy=rollout_policy,
-        package_source=PackageSource(**checked["package_source"])
-        if "package_source" in checked
-        else None,
+        package_source=package_source,
         stages=stages,
         policy=policy,
         sources=(source,),
@@ -193,6 +190,10 @@ def _stages(
     items: list[dict[str, Any] | None], tools: tuple[str, ...] | None, path: str, col: Collector
 ) -> tuple[Stage, ...]:
     """Build stages and apply seed 000's rules (tools, levels, on_exit targets, duplicates)."""
+    if not items:
+        return ()
+    from .workflow_model import Stage, StageExit  # loaded only when a persona has stages
+
     declared: dict[str, int] = {}
     for i, item in enumerate(items):
         if item and "name" in item:

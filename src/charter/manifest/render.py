@@ -7,7 +7,8 @@ from typing import Any
 
 from charter.policy import Policy, effective
 
-from .model import Manifest, Persona, Stage
+from .model import Manifest, Persona
+from .workflow_model import Stage
 
 
 def _policy(policy: Policy | None) -> dict[str, Any] | None:

@@ -11,11 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import Collector, join
-from .model import Promotion, RolloutPolicy
+from .model import RolloutPolicy
 from .syntax import TriggerName
+
+if TYPE_CHECKING:
+    from .workflow_model import Promotion
 
 #: Metadata keys each provider's triggers produce (charter.run.rollout.cohort_values).
 COHORT_KEYS: dict[str, tuple[str, ...]] = {
@@ -96,6 +99,8 @@ def build_rollout(
         cohorts.append(raw)
     promotion: Promotion | None = None
     if "promotion" in checked:
+        from .workflow_model import Promotion  # loaded only when a persona declares one
+
         spec = dict(checked["promotion"])
         window = spec.get("window", "30d")
         try:

@@ -8,10 +8,10 @@ from typing import Any
 from .cron import cron_error
 from .errors import Collector, join
 from .fields import read_table
-from .model import HandoffRoute, RouteStep, TriggerSpec
 from .persona import parse_policy
 from .spec import BUILTIN_PREDICATES, HANDOFF_ROUTE, TRIGGER
 from .syntax import check_event, parse_target
+from .workflow_model import HandoffRoute, RouteStep, TriggerSpec
 
 
 def _known_persona(target_name: str, known: Collection[str]) -> str | None:

@@ -5,37 +5,107 @@ a stack of frames allows a call only if every frame allows it; :func:`decide` gi
 typed :class:`Decision` naming the frame, dimension and rule that decided.
 """
 
-from .call import ToolAnnotations, ToolCall
-from .catalog import BUILTIN_TOOLS, builtin_annotations
-from .commands import CommandRule
-from .decision import Decision, Outcome
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Eager: the function ``effective`` shares its name with its module, and a lazy name
+# would be shadowed by the submodule once anything imported charter.policy.effective.
 from .effective import combined_policy, effective, render_effective
-from .engine import decide, decide_resource, decide_visibility
-from .errors import PolicyError, PolicyIssue
-from .frame import Frame
-from .levels import LEVEL_NAMES, UNANNOTATED_LEVEL, SideEffectLevel
-from .loader import load_policy_file
-from .model import PathRules, Policy, Rules, mcp_tools_follow_servers, unknown_tool_names
-from .names import canonical_name
-from .network import DEFAULT_SCHEMES, HostError, host_of, parse_target
-from .paths import (
-    SENSITIVE_PATHS,
-    PathContext,
-    expand_pattern,
-    make_context,
-    resolve_target,
-)
-from .scope import BASE_TOOLS, MEMORY_TOOLS, AgentScope
-from .scoped import ScopeViolation, scope_violation, scoped_policy, with_scoped_executor
-from .shell import CommandParseError, SimpleCommand, parse_command_line
-from .stack import (
-    current_stack,
-    decide_current,
-    decide_current_resource,
-    decide_current_visibility,
-    with_execution_policy,
-    with_handoff_policy,
-)
+
+if TYPE_CHECKING:
+    from .call import ToolAnnotations, ToolCall
+    from .catalog import BUILTIN_TOOLS, builtin_annotations
+    from .commands import CommandRule
+    from .decision import Decision, Outcome
+    from .engine import decide, decide_resource, decide_visibility
+    from .errors import PolicyError, PolicyIssue
+    from .frame import Frame
+    from .levels import LEVEL_NAMES, UNANNOTATED_LEVEL, SideEffectLevel
+    from .loader import load_policy_file
+    from .model import PathRules, Policy, Rules, mcp_tools_follow_servers, unknown_tool_names
+    from .names import canonical_name
+    from .network import DEFAULT_SCHEMES, HostError, host_of, parse_target
+    from .paths import SENSITIVE_PATHS, PathContext, expand_pattern, make_context, resolve_target
+    from .scope import BASE_TOOLS, MEMORY_TOOLS, AgentScope
+    from .scoped import ScopeViolation, scope_violation, scoped_policy, with_scoped_executor
+    from .shell import CommandParseError, SimpleCommand, parse_command_line
+    from .stack import (
+        current_stack,
+        decide_current,
+        decide_current_resource,
+        decide_current_visibility,
+        with_execution_policy,
+        with_handoff_policy,
+    )
+
+# Other names are imported on first use: a command that needs only the policy model (a
+# cold print-policy) does not pay for the engine, the scope stack and their dataclasses.
+_LAZY = {
+    "ToolAnnotations": "call",
+    "ToolCall": "call",
+    "BUILTIN_TOOLS": "catalog",
+    "builtin_annotations": "catalog",
+    "CommandRule": "commands",
+    "Decision": "decision",
+    "Outcome": "decision",
+    "decide": "engine",
+    "decide_resource": "engine",
+    "decide_visibility": "engine",
+    "PolicyError": "errors",
+    "PolicyIssue": "errors",
+    "Frame": "frame",
+    "LEVEL_NAMES": "levels",
+    "UNANNOTATED_LEVEL": "levels",
+    "SideEffectLevel": "levels",
+    "load_policy_file": "loader",
+    "PathRules": "model",
+    "Policy": "model",
+    "Rules": "model",
+    "mcp_tools_follow_servers": "model",
+    "unknown_tool_names": "model",
+    "canonical_name": "names",
+    "DEFAULT_SCHEMES": "network",
+    "HostError": "network",
+    "host_of": "network",
+    "parse_target": "network",
+    "SENSITIVE_PATHS": "paths",
+    "PathContext": "paths",
+    "expand_pattern": "paths",
+    "make_context": "paths",
+    "resolve_target": "paths",
+    "BASE_TOOLS": "scope",
+    "MEMORY_TOOLS": "scope",
+    "AgentScope": "scope",
+    "ScopeViolation": "scoped",
+    "scope_violation": "scoped",
+    "scoped_policy": "scoped",
+    "with_scoped_executor": "scoped",
+    "CommandParseError": "shell",
+    "SimpleCommand": "shell",
+    "parse_command_line": "shell",
+    "current_stack": "stack",
+    "decide_current": "stack",
+    "decide_current_resource": "stack",
+    "decide_current_visibility": "stack",
+    "with_execution_policy": "stack",
+    "with_handoff_policy": "stack",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'charter.policy' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"charter.policy.{module}"), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "DEFAULT_SCHEMES",
