@@ -30,6 +30,11 @@ async def call_caller(caller: LlmCaller, call: dict[str, Any]) -> dict[str, Any]
     result = caller(call)
     if inspect.isawaitable(result):
         result = await result
+    return checked_reply(result)
+
+
+def checked_reply(result: Any) -> dict[str, Any]:
+    """``result`` if it has a caller reply's shape, else :class:`TypeError`."""
     if not isinstance(result, dict) or "ok" not in result:
         raise TypeError("llm_caller must return a dict with 'ok' (and 'value' or 'error')")
     return result

@@ -6,6 +6,7 @@ import asyncio
 import inspect
 import json
 import time
+import types
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,25 @@ class ToolOutcome:
             "rendered_result": self.rendered,
             "error": self.error,
         }
+
+    def audit_event(self, iteration: int) -> dict[str, Any]:
+        """The ``tool_call_audit`` event: ``{"type", "iteration", **to_dict()}``, built once."""
+        out = {
+            "type": "tool_call_audit",
+            "iteration": iteration,
+            "tool_name": self.name,
+            "ok": self.status == "ok",
+            "status": self.status,
+            "rendered_result": self.rendered,
+            "error": self.error,
+            "call_id": self.call_id,
+            "arguments": self.arguments,
+            "decision": self.decision,
+            "attempts": self.attempts,
+        }
+        if self.audit:
+            out["audit"] = self.audit
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         out = self.summary()
@@ -136,7 +156,13 @@ class Dispatcher:
     async def dispatch(self, calls: Sequence[ToolCallRequest]) -> list[ToolOutcome]:
         """Dispatch ``calls``; results come back in emitted order."""
         if self.max_concurrent <= 1 or len(calls) <= 1:
-            return [await self.dispatch_one(c) for c in calls]
+            out = []
+            for call in calls:  # a plain loop: an async comprehension is one more coroutine
+                if telemetry.tracer() is None:
+                    out.append(await self._dispatch_one(call))
+                else:
+                    out.append(await self.dispatch_one(call))
+            return out
         gate = asyncio.Semaphore(self.max_concurrent)
 
         async def bounded(call: ToolCallRequest) -> ToolOutcome:
@@ -211,7 +237,7 @@ class Dispatcher:
             attempts = attempt + 1
             try:
                 value = self.executor(call)
-                if inspect.isawaitable(value):
+                if _awaitable(value):
                     value = await value
                 status, error = _status_of(value)
             except Exception as exc:  # a handler error is an observation, not a crash
@@ -247,6 +273,18 @@ class Dispatcher:
         if self.max_concurrent > 1:
             return await asyncio.to_thread(tool.handler, **kwargs)
         result = tool.handler(**kwargs)
-        if inspect.isawaitable(result):
+        if _awaitable(result):
             result = await result
         return result
+
+
+#: Result types that are never awaitable: a handler's usual answers skip the ABC check.
+_PLAIN = frozenset({str, dict, list, tuple, int, float, bool, bytes, type(None)})
+
+
+def _awaitable(value: Any) -> bool:
+    """``inspect.isawaitable``, answered at once for coroutines and plain values."""
+    kind = type(value)
+    if kind is types.CoroutineType:
+        return True
+    return kind not in _PLAIN and inspect.isawaitable(value)

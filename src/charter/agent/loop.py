@@ -665,8 +665,7 @@ class _Run:
             if post_stop:
                 status = "done"
                 break
-            successful_now = {o.name for o in outcomes if o.ok}
-            if cfg.stop_after and successful_now & cfg.stop_after:
+            if cfg.stop_after and {o.name for o in outcomes if o.ok} & cfg.stop_after:
                 status, stop_reason = "done", "stop_after_successful_tools"
                 break
 
@@ -846,7 +845,7 @@ class _Run:
                 ts._add(ts.successful, o.name)
             else:
                 ts._add(ts.rejected, o.name)
-            self.event("tool_call_audit", iteration=iteration, **o.to_dict())
+            self.events.append(o.audit_event(iteration))
         if native:
             for o in outcomes:
                 self.messages.append(

@@ -93,28 +93,32 @@ class NarrowingHook(LoopHook):
         self.seen = 0
         # tools and their classes are fixed for the run: classify once, not every turn
         self.classified = [(tool.name, classify(tool), tool.name.lower()) for tool in self.tools]
+        self.candidates = [
+            (shown, name)
+            for shown, cls, name in self.classified
+            if cls in self.prune and name not in self.hard_keep
+        ]
 
     async def before_model_call(self, run: Any, iteration: int) -> None:
         events = run.events
-        if len(events) < self.seen:  # the event list was replaced: read it again
+        count = len(events)
+        if count < self.seen:  # the event list was replaced: read it again
             self.seen, self.last_used = 0, {}
-        for e in events[self.seen :]:
+        last_used = self.last_used
+        for index in range(self.seen, count):
+            e = events[index]
             if e["type"] == "tool_call_audit":
                 name = str(e.get("tool_name", "")).lower()
-                self.last_used[name] = max(self.last_used.get(name, 0), e.get("iteration", 0))
-        self.seen = len(events)
+                last_used[name] = max(last_used.get(name, 0), e.get("iteration", 0))
+        self.seen = count
         if iteration <= self.window:
             return
-        floor = iteration - 1 - self.window
-        recent = {name for name, used in self.last_used.items() if used > floor}
-        prune, keep = self.prune, self.hard_keep
-        names = [
-            shown
-            for shown, cls, name in self.classified
-            if cls in prune and name not in keep and name not in recent
-        ]
+        floor = iteration - 1 - self.window  # used after ``floor``: recent, so kept
+        names = [shown for shown, name in self.candidates if last_used.get(name, 0) <= floor]
         if names == self.removed:
             return  # the surface is unchanged: no event, nothing to build
+        recent = {name for name, used in last_used.items() if used > floor}
+        prune, keep = self.prune, self.hard_keep
         removed: list[dict[str, str]] = []
         kept: list[dict[str, str]] = []
         for shown, cls, name in self.classified:

@@ -62,6 +62,8 @@ def strip_sentinel(text: str, sentinel: str | None) -> str:
 
 def visible(text: str, sentinel: str | None) -> str:
     """Human-visible text: no ``<tool_call>`` blocks, no completion sentinel."""
+    if not text:  # a tool-only turn: nothing to strip
+        return ""
     return strip_sentinel(strip_tool_calls(text), sentinel).strip()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .call import READ_KINDS, WRITE_KINDS, ToolCall
+from .call import READ_KINDS, WRITE_KINDS, ToolAnnotations, ToolCall
 from .commands import CommandRuleSet
 from .decision import Decision, Outcome
 from .frame import Frame
@@ -160,15 +160,14 @@ def _listing(items: Sequence[str], limit: int = 12) -> str:
 class _Subjects:
     """Per-call values shared by every frame: resolved paths, parsed commands, hosts."""
 
-    __slots__ = ("_commands", "_context", "_hosts", "_paths", "_sensitive", "call")
+    __slots__ = ("_commands", "_context", "_hosts", "_paths", "call")
 
     def __init__(self, call: ToolCall, context: PathContext | None) -> None:
         self.call = call
         self._context = context
-        self._paths: list[tuple[str, str, str]] | None = None
+        self._paths: list[tuple[str, str, str, tuple[str, ...]]] | None = None
         self._commands: list[tuple[str, tuple[SimpleCommand, ...] | str]] | None = None
         self._hosts: list[tuple[str, str | None, str | None, str]] | None = None
-        self._sensitive: dict[str, tuple[str, ...]] | None = None
 
     @property
     def context(self) -> PathContext:
@@ -176,17 +175,21 @@ class _Subjects:
             self._context = make_context()
         return self._context
 
-    def paths(self) -> list[tuple[str, str, str]]:
-        """``(raw, resolved, access)``; raises for non-string path arguments."""
+    def paths(self) -> list[tuple[str, str, str, tuple[str, ...]]]:
+        """``(raw, resolved, access, sensitive names)``; raises for non-string arguments.
+
+        Each argument is resolved afresh on every call (never cached: a link may have
+        been swapped since the last one)."""
         if self._paths is None:
-            out: list[tuple[str, str, str]] = []
-            for arg, access in self.call.annotations.path_accesses():
+            out: list[tuple[str, str, str, tuple[str, ...]]] = []
+            ctx = self.context
+            for arg, access in _accesses(self.call.annotations):
                 for raw in _values(self.call.arguments, arg, "paths"):
                     try:
-                        resolved = resolve_target(raw, self.context)
+                        resolved = resolve_target(raw, ctx)
                     except ValueError as exc:
                         raise _Denied("paths", None, f"argument '{arg}': {exc}", None) from None
-                    out.append((raw, resolved, access))
+                    out.append((raw, resolved, access, sensitive_names(resolved, ctx)))
             ann = self.call.annotations
             if not out and ann.kind in _NEEDS_PATH and ann.path_args:
                 # a misspelt or missing path: whatever the handler would touch, the policy
@@ -201,15 +204,6 @@ class _Subjects:
                 )
             self._paths = out
         return self._paths
-
-    def sensitive(self, resolved: str) -> tuple[str, ...]:
-        if self._sensitive is None:
-            self._sensitive = {}
-        hit = self._sensitive.get(resolved)
-        if hit is None:
-            hit = sensitive_names(resolved, self.context)
-            self._sensitive[resolved] = hit
-        return hit
 
     def commands(self) -> list[tuple[str, tuple[SimpleCommand, ...] | str]]:
         """``(raw, commands)``, or ``(raw, error message)`` when the line cannot be analysed."""
@@ -264,6 +258,21 @@ class _Subjects:
 
 
 _NO_SUBJECTS = _Subjects(ToolCall("-"), None)
+
+
+def _accesses(ann: ToolAnnotations) -> tuple[tuple[str, str], ...]:
+    """``ann.path_accesses()``, memoised per annotations object (tools keep theirs)."""
+    hit = _ACCESSES.get(id(ann))
+    if hit is not None and hit[0] is ann:  # the entry holds ``ann``: its id is not reused
+        return hit[1]
+    accesses = ann.path_accesses()
+    if len(_ACCESSES) >= _MEMO_SIZE:
+        _ACCESSES.clear()
+    _ACCESSES[id(ann)] = (ann, accesses)
+    return accesses
+
+
+_ACCESSES: dict[int, tuple[ToolAnnotations, tuple[tuple[str, str], ...]]] = {}
 
 
 #: Tool kinds that act on a path they must be given (search tools default to the root).
@@ -330,11 +339,12 @@ def _check_frame(call: ToolCall, frame: Frame, subjects: _Subjects) -> None:
     if ann.capabilities and checked["capabilities"]:
         for cap in ann.capabilities:
             _check_name(frame, "capabilities", canonical_name(cap))
-    for dimension, args in (("skills", ann.skill_args), ("members", ann.member_args)):
-        if args and checked[dimension]:
-            for arg in args:
-                for value in _values(call.arguments, arg, dimension):
-                    _check_name(frame, dimension, canonical_name(value))
+    if ann.skill_args or ann.member_args:
+        for dimension, args in (("skills", ann.skill_args), ("members", ann.member_args)):
+            if args and checked[dimension]:
+                for arg in args:
+                    for value in _values(call.arguments, arg, dimension):
+                        _check_name(frame, dimension, canonical_name(value))
 
     if ann.path_args or ann.read_path_args or ann.write_path_args:
         _check_paths(frame, subjects)
@@ -391,8 +401,8 @@ def _check_paths(frame: Frame, subjects: _Subjects) -> None:
     policy = frame.policy
     compiled = policy.compiled
     ctx = subjects.context
-    for raw, resolved, access in subjects.paths():
-        for name in subjects.sensitive(resolved):
+    for raw, resolved, access, sensitive in subjects.paths():
+        for name in sensitive:
             if name not in policy.allow_sensitive:
                 raise _Denied(
                     "paths",

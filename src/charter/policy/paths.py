@@ -17,7 +17,7 @@ import fnmatch
 import os
 import pwd
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .realpath import realpath
@@ -44,6 +44,14 @@ class PathContext:
 
     workspace: str
     home: str
+    # contexts key the matcher caches and memos on every decision: hash them once
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.workspace, self.home)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @classmethod
     def current(cls) -> PathContext:

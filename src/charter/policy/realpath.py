@@ -70,27 +70,27 @@ def realpath(path: str) -> str:
 
 def _missing_tail(path: str, plain: str, parts: list[str]) -> str:
     """``plain`` (absolute, no ``.``/``..``) does not exist: find what does."""
-    for depth in range(len(parts) - 1, -1, -1):
-        prefix = "/" + "/".join(parts[:depth])
-        try:
-            real = _kernel_path(prefix)
-        except FileNotFoundError:
-            continue
-        except (OSError, ValueError):
-            break
-        if real != prefix:
-            break
-        # ``prefix`` exists and no symlink leads to it; the next component must not exist
-        # either: a dangling symlink there also fails to open, and realpath follows it
-        first_missing = prefix.rstrip("/") + "/" + parts[depth]
-        try:
-            os.lstat(first_missing)
-        except FileNotFoundError:
-            return plain  # nothing below an absent entry exists, so nothing is a link
-        except (OSError, ValueError):
-            pass
-        break
-    return os.path.realpath(path)
+    # the longest prefix that exists (``access`` raises nothing, so a miss is cheap); the
+    # kernel's name for it and an ``lstat`` below it decide, so a wrong guess here can
+    # only send the path to the fallback
+    depth = len(parts) - 1
+    while depth and not os.access("/" + "/".join(parts[:depth]), os.F_OK):
+        depth -= 1
+    prefix = "/" + "/".join(parts[:depth])
+    try:
+        if _kernel_path(prefix) != prefix:
+            return os.path.realpath(path)
+    except (OSError, ValueError):
+        return os.path.realpath(path)
+    try:
+        os.lstat(prefix.rstrip("/") + "/" + parts[depth])
+    except OSError:
+        # ``realpath`` takes an entry it cannot ``lstat`` for a non-link and so is every
+        # entry below it: the rest is kept as written
+        return plain
+    except ValueError:
+        pass
+    return os.path.realpath(path)  # it exists after all: a dangling link, or a race
 
 
 __all__ = ["ENABLED", "realpath"]

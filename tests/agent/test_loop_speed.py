@@ -1,4 +1,4 @@
-"""The synchronous twins do not format their result on the way out of ``asyncio.run``."""
+"""Speed work on the loop keeps behaviour: sync twins, audit events (issue 12)."""
 
 from __future__ import annotations
 
@@ -47,3 +47,19 @@ def test_exceptions_propagate() -> None:
 
     with pytest.raises(ValueError, match="boom"):
         run_sync(fail())
+
+
+def test_audit_event_is_the_outcome_dict() -> None:
+    """The loop builds ``tool_call_audit`` events in one dict; same keys, same order."""
+    from charter.agent.dispatch import ToolOutcome
+
+    for audit in ({}, {"bytes": 3}):
+        outcome = ToolOutcome(
+            "c1", "read", {"path": "a"}, "ok", "x", "x", None, {"decision": "allow"}, 1, 0.5, audit
+        )
+        expected = {"type": "tool_call_audit", "iteration": 7, **outcome.to_dict()}
+        event = outcome.audit_event(7)
+        assert event == expected
+        assert list(event) == list(expected)
+    denied = ToolOutcome("c2", "bash", {}, "permission_denied", {}, "{}", "no")
+    assert denied.audit_event(1) == {"type": "tool_call_audit", "iteration": 1, **denied.to_dict()}
