@@ -402,8 +402,9 @@ def execute_admitted(
             tools=builtin_tools(str(workspace), ask_user=_user_callback(options.user)),
             daemon_dir=_daemon_dir(session),
         )
-        with _policy_stack(persona, inbox_item) as stage_receipts, _keep_lease(
-            session, control, name, run_id, lease_ttl, clock
+        with (
+            _policy_stack(persona, inbox_item) as stage_receipts,
+            _keep_lease(session, control, name, run_id, lease_ttl, clock),
         ):
             result.result = _jsonable(_invoke(func, ctx))
     except RunStopped as stopped:
