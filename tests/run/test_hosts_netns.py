@@ -8,7 +8,10 @@ forwarder this test runs on the root end of its link (issue 15).
   lease expires, another host takes the queued work and the redelivered key over, and
   when the link comes back the partitioned replica does not execute, complete or record
   the work it lost (the lease is checked in the transaction of the receipt that precedes
-  every side effect).
+  every side effect);
+- a host cut off inside a write transaction (holding the log's lock) does not stall the
+  other hosts' writes for longer than the sessions' idle-in-transaction timeout, and its
+  write never commits.
 
 Only the test's own namespaces and addresses (a free 10.250.X.0/24) are addressed; they
 are removed afterwards, also when the test fails. Needs root and ``ip netns``.
@@ -25,11 +28,13 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -367,3 +372,72 @@ def test_a_partitioned_host_does_not_finish_the_work_it_lost(
 
 def _completed(log: list[tuple[str, dict[str, Any]]]) -> list[str]:
     return [p["work_key"] for k, p in log if k == "persona.run.completed"]
+
+
+HOLD_A_WRITE = """
+import sys
+from datetime import UTC, datetime
+from charter.runtime import NewEvent, PostgresEventLog
+
+log = PostgresEventLog(sys.argv[1])
+try:
+    with log.write() as txn:  # holds the topic's write lock
+        print("locked", flush=True)
+        sys.stdin.readline()
+        txn.append([NewEvent("actor", "test.cut_off", datetime.now(UTC))])
+    print("committed", flush=True)
+except Exception as exc:
+    print(f"failed: {type(exc).__name__}", flush=True)
+"""
+
+
+def test_a_host_cut_off_inside_a_write_does_not_stall_the_fleet(
+    hosts: Hosts,
+    pg_url: str,  # noqa: F811
+) -> None:
+    """A write transaction holds the log's advisory lock. A host whose link drops inside
+    one leaves the server waiting on a connection that looks alive for as long as TCP
+    keepalive takes (hours): every other replica's write waited with it. The server now
+    ends a session idle in a transaction after a few seconds (charter sets
+    ``idle_in_transaction_session_timeout`` on its connections), and the cut-off write
+    fails instead of committing late."""
+    from charter.runtime import NewEvent, PostgresEventLog
+
+    host = hosts.add(_pg(pg_url))
+    probe = PostgresEventLog(pg_url)  # the schema exists before the host's write
+    probe.close()
+    argv = [sys.executable, "-c", HOLD_A_WRITE, _on(host, pg_url)]
+    proc = subprocess.Popen(["ip", "netns", "exec", host.ns, *argv], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    host.procs.append(proc)
+    assert proc.stdout is not None and proc.stdin is not None
+    line = proc.stdout.readline()
+    assert line == "locked\n", line + proc.communicate()[1]
+    host.cut()
+    proc.stdin.write("go\n")  # its append now stalls on the dead link
+    proc.stdin.flush()
+    wrote: list[float] = []
+
+    def write_elsewhere() -> None:
+        started = time.monotonic()
+        log = PostgresEventLog(pg_url)
+        try:
+            log.append([NewEvent("actor", "test.elsewhere", datetime.now(UTC))])
+        finally:
+            log.close()
+        wrote.append(time.monotonic() - started)
+
+    other = threading.Thread(target=write_elsewhere, daemon=True)
+    other.start()
+    other.join(timeout=20)
+    stalled = other.is_alive()
+    host.heal()  # (before the fix: the only way the other write ever got through)
+    other.join(timeout=30)
+    out, _ = proc.communicate(timeout=30)
+    assert not stalled, "a write on another host waited for the cut-off host's transaction"
+    assert wrote and wrote[0] < 15
+    # the server ended the cut-off session: its write fails when the link comes back
+    assert out.strip() == "failed: IdleInTransactionSessionTimeout", out
+    kinds = [k for k, _ in _log(pg_url)]
+    assert kinds == ["test.elsewhere"]  # the cut-off write never committed

@@ -231,3 +231,15 @@ def test_linear_and_slack_webhooks_signed_their_way(make_pack: Callable[..., Pat
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
+
+
+def test_a_session_the_server_ended_counts_as_the_store_going_away() -> None:
+    """serve reconnects (not crashes) when PostgreSQL ends its session: a restart, or a
+    transaction left idle past idle_in_transaction_session_timeout by a partition."""
+    import psycopg
+
+    from charter.run.serve import store_error
+
+    assert store_error(psycopg.errors.AdminShutdown())
+    assert store_error(psycopg.errors.IdleInTransactionSessionTimeout())
+    assert not store_error(psycopg.errors.UniqueViolation())  # a bug: crash, loudly

@@ -116,3 +116,33 @@ def test_concurrent_writer_processes_never_collide(
             assert mine == list(range(25))
     finally:
         log.close()
+
+
+@pytest.mark.parametrize("backend", ["postgres"])
+def test_postgres_sessions_end_when_left_idle_in_a_transaction(
+    state_location: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client cut off inside a write keeps the log's lock until the server ends its
+    session: charter's connections ask for that after a few seconds (the effect, with a
+    host cut off by a partition: tests/run/test_hosts_netns.py); a user's own setting,
+    in the URL's ``options`` or in ``PGOPTIONS``, is kept."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    from charter.runtime import PostgresEventLog
+    from charter.runtime.postgres_log import session_conninfo
+
+    monkeypatch.delenv("PGOPTIONS", raising=False)
+    log = PostgresEventLog(state_location["url"])
+    try:
+        shown = log._conn.execute("SHOW idle_in_transaction_session_timeout").fetchone()
+        assert shown == ("5s",)
+    finally:
+        log.close()
+    base = state_location["url"].split("?", 1)[0]
+    own = session_conninfo(f"{base}?options=-c%20idle_in_transaction_session_timeout%3D1min")
+    assert conninfo_to_dict(own)["options"] == "-c idle_in_transaction_session_timeout=1min"
+    monkeypatch.setenv("PGOPTIONS", "-c search_path=elsewhere")
+    both = session_conninfo(base)  # an explicit options would replace PGOPTIONS
+    assert conninfo_to_dict(both)["options"] == (
+        "-c search_path=elsewhere -c idle_in_transaction_session_timeout=5000"
+    )

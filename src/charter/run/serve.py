@@ -89,6 +89,9 @@ def store_error(exc: BaseException) -> bool:
         "InterfaceError",
         "AdminShutdown",
         "ConnectionTimeout",
+        # the server ended a session left idle in a transaction (a partition, a pause):
+        # reconnect (charter.runtime.postgres_log sets the timeout)
+        "IdleInTransactionSessionTimeout",
     )
 
 

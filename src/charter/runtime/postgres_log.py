@@ -4,12 +4,21 @@ Selected by a ``postgresql://`` URL. An optional ``schema`` query parameter (def
 ``charter``) names the schema holding the tables; it is stripped before connecting.
 Writers serialise on a transaction-scoped advisory lock per (schema, topic), so ids are
 assigned and committed in order; commits ``NOTIFY`` followers (``LISTEN``).
+
+A client that vanishes inside a write transaction (a host cut off by a partition, a
+paused VM) would keep that lock, and so every other writer waiting, until the server
+notices the dead connection: TCP keepalive, hours by default. charter's connections set
+``idle_in_transaction_session_timeout`` (:data:`IDLE_IN_TRANSACTION_MS`) so the server
+ends such a session after a few seconds; its transaction never commits. charter never
+leaves a transaction idle that long between statements. An ``options`` connection
+parameter (or ``PGOPTIONS``) that sets the timeout itself is kept as given.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -19,6 +28,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
 from .events import TOPIC, Event, NewEvent
@@ -27,6 +37,24 @@ from .rows import build_rows
 
 DEFAULT_SCHEMA = "charter"
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+#: The server ends a session idle this long inside a transaction (see the module doc).
+IDLE_IN_TRANSACTION_MS = 5000
+_IDLE_SETTING = "idle_in_transaction_session_timeout"
+
+
+def session_conninfo(conninfo: str) -> str:
+    """``conninfo`` with charter's session settings added to its ``options`` (or to
+    ``PGOPTIONS``, which an explicit ``options`` replaces), unless already set there."""
+    try:
+        options = conninfo_to_dict(conninfo).get("options")
+    except psycopg.ProgrammingError:
+        return conninfo  # psycopg.connect reports the bad conninfo itself
+    base = str(options) if options is not None else os.environ.get("PGOPTIONS", "")
+    if _IDLE_SETTING in base:
+        return conninfo
+    return make_conninfo(
+        conninfo, options=f"{base} -c {_IDLE_SETTING}={IDLE_IN_TRANSACTION_MS}".strip()
+    )
 
 
 def split_state_url(url: str) -> tuple[str, str]:
@@ -184,6 +212,7 @@ class PostgresEventLog(EventLog):
         self.topic = topic
         self.url = url
         conninfo, self.schema = split_state_url(url)
+        conninfo = session_conninfo(conninfo)
         self.channel = f"charter_events_{self.schema}"[:63]
         self._lock = _lock_key(self.schema, topic)
         self._listener: psycopg.Connection[Any] | None = None
