@@ -40,8 +40,8 @@ class FailingReceipts(SqliteEventLog):
     """A log whose appends of receipt events fail (a full disk, a dropped connection)."""
 
     @contextmanager
-    def write(self) -> Iterator[LogTransaction]:
-        with super().write() as txn:
+    def write(self, **hints: Any) -> Iterator[LogTransaction]:
+        with super().write(**hints) as txn:
             original = txn.append
 
             def append(batch: Any) -> Any:

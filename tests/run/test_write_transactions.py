@@ -69,16 +69,16 @@ class Writes:
         original = self.log.write
 
         @contextmanager
-        def write() -> Iterator[LogTransaction]:
-            with original() as txn:
+        def write(**hints: Any) -> Iterator[LogTransaction]:
+            with original(**hints) as txn:
                 before = txn.last_event_id()
                 yield txn
                 after = txn.last_event_id()
             kinds = {e.event_id: e.kind for e in self.log.read(after=before)}
             self.groups.append([kinds[i] for i in range(before + 1, after + 1)])
 
-        def counted() -> AbstractContextManager[LogTransaction]:
-            return write()
+        def counted(**hints: Any) -> AbstractContextManager[LogTransaction]:
+            return write(**hints)
 
         monkeypatch.setattr(self.log, "write", counted)
 

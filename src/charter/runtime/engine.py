@@ -18,7 +18,7 @@ from .clock import add_seconds, ensure_utc, format_time, parse_time
 from .events import Event, Kind, NewEvent
 from .ids import EventIds, IdFactory
 from .log import EventLog, LogTransaction
-from .projection import StatusProjection, load_state, save_state
+from .projection import StatusProjection, load_state, prefetch, save_state
 from .receipts import ControlReceipt, LeaseInfo, ReceiptStatus, RunReceipt
 from .spec import HandoffRoute, PersonaRuntimeSpec
 from .state import PersonaState, apply
@@ -179,10 +179,15 @@ class PersonaRuntime:
             known = ", ".join(sorted(self.personas)) or "none"
             raise UnknownPersonaError(f"unknown persona {name!r} (known: {known})", name) from None
 
-    def transact(self, at: datetime, body: Callable[[Batch], T]) -> T:
-        """Run ``body`` in one exclusive transaction; its emitted events commit atomically."""
+    def transact(
+        self, at: datetime, body: Callable[[Batch], T], *, persona: str | None = None
+    ) -> T:
+        """Run ``body`` in one exclusive transaction; its emitted events commit atomically.
+
+        ``persona``: the persona whose state ``body`` reads first, which the backend may
+        read with the transaction's first round trip."""
         at = ensure_utc(at)
-        with self.log.write() as txn:
+        with self.log.write(prefetch=None if persona is None else prefetch(persona)) as txn:
             batch = Batch(txn, self, at)
             result = body(batch)
             batch.commit()
@@ -317,7 +322,9 @@ class PersonaRuntime:
     ) -> RunReceipt:
         """Offer ``item`` to ``name``: queue, dead-letter, refuse or run it."""
         self.spec(name)
-        return self.transact(at, lambda b: self._submit(b, name, item, hold, error, False))
+        return self.transact(
+            at, lambda b: self._submit(b, name, item, hold, error, False), persona=name
+        )
 
     def accept(self, name: str, item: WorkItem, *, at: datetime) -> RunReceipt:
         """Record ``item`` durably for a worker to run later (``charter serve``'s webhooks).
@@ -330,7 +337,9 @@ class PersonaRuntime:
         nothing.
         """
         self.spec(name)
-        return self.transact(at, lambda b: self._submit(b, name, item, False, None, False, True))
+        return self.transact(
+            at, lambda b: self._submit(b, name, item, False, None, False, True), persona=name
+        )
 
     def accept_many(
         self, work: Sequence[tuple[str, WorkItem]], *, at: datetime
@@ -343,7 +352,9 @@ class PersonaRuntime:
         for name, _ in work:
             self.spec(name)
         return self.transact(
-            at, lambda b: [self._submit(b, n, i, False, None, False, True) for n, i in work]
+            at,
+            lambda b: [self._submit(b, n, i, False, None, False, True) for n, i in work],
+            persona=work[0][0] if work else None,
         )
 
     def _wake_kind(self, item: WorkItem) -> str:
@@ -612,7 +623,7 @@ class PersonaRuntime:
                 batch.emit(name, Kind.RUN_RUNNING, {"run_id": run_id})
             return _lease_info(state.leases[lease["lease_id"]])
 
-        return self._commit_or_raise(at, body)
+        return self._commit_or_raise(at, body, name)
 
     def park_run(self, name: str, run_id: str, *, at: datetime, payload: Mapping[str, Any]) -> int:
         """Park a held run that waits for an approval: ``persona.run.parked`` (with
@@ -638,7 +649,7 @@ class PersonaRuntime:
             batch.emit(name, Kind.LEASE_RELEASED, {"lease_id": lease_id, "run_id": run_id})
             return event.event_id
 
-        return self._commit_or_raise(at, body)
+        return self._commit_or_raise(at, body, name)
 
     def unpark_run(self, name: str, run_id: str, *, at: datetime) -> RunReceipt | None:
         """Take a parked run up again under a new lease (receipt ``started``), or ``None``
@@ -670,9 +681,9 @@ class PersonaRuntime:
                 lease=lease,
             )
 
-        return self._commit_or_raise(at, body)
+        return self._commit_or_raise(at, body, name)
 
-    def _commit_or_raise(self, at: datetime, body: Callable[[Batch], T]) -> T:
+    def _commit_or_raise(self, at: datetime, body: Callable[[Batch], T], persona: str) -> T:
         # Expired-lease recovery must persist even if the body then refuses.
         captured: list[BaseException] = []
 
@@ -683,7 +694,7 @@ class PersonaRuntime:
                 captured.append(exc)
                 return None
 
-        result = self.transact(at, guarded)
+        result = self.transact(at, guarded, persona=persona)
         if captured:
             raise captured[0]
         return cast(T, result)  # no refusal: whatever the body returned
@@ -732,7 +743,7 @@ class PersonaRuntime:
                 also(batch, receipt)
             return receipt
 
-        return self._commit_or_raise(at, body)
+        return self._commit_or_raise(at, body, name)
 
     def expire_leases(self, name: str, *, at: datetime) -> list[int]:
         """Record ``persona.lease.expired`` for every lease past its expiry at ``at``."""
@@ -742,7 +753,7 @@ class PersonaRuntime:
             self._expire(batch, name)
             return [e.event_id for e in batch.events]
 
-        return self.transact(at, body)
+        return self.transact(at, body, persona=name)
 
     def spend(self, name: str, *, cost_usd: float, tokens: int = 0, at: datetime) -> RunReceipt:
         """Record spend outside a run, under the same budget caps."""
@@ -781,7 +792,7 @@ class PersonaRuntime:
                 batch, name, ReceiptStatus.COMPLETED, item, first, budget_receipt_id=receipt_id
             )
 
-        return self.transact(at, body)
+        return self.transact(at, body, persona=name)
 
     # -- controls ----------------------------------------------------------
 
@@ -808,7 +819,7 @@ class PersonaRuntime:
                 event_ids=tuple(e.event_id for e in batch.events),
             )
 
-        return self.transact(at, run)
+        return self.transact(at, run, persona=name)
 
     def pause(self, name: str, *, at: datetime) -> ControlReceipt:
         def body(batch: Batch, state: PersonaState) -> str | None:
@@ -875,7 +886,7 @@ class PersonaRuntime:
             def drain(batch: Batch, queued: dict[str, Any] = queued) -> RunReceipt | None:
                 return self._drain_one(batch, name, queued, hold=execute is not None)
 
-            receipt = self.transact(at, drain)
+            receipt = self.transact(at, drain, persona=name)
             if receipt is None:
                 break
             if execute is not None and receipt.status is ReceiptStatus.STARTED:
@@ -888,7 +899,7 @@ class PersonaRuntime:
                 batch.emit(name, Kind.DRAIN_COMPLETED, {"drained": len(drained)})
             return [e.event_id for e in batch.events]
 
-        event_ids.extend(self.transact(at, finish))
+        event_ids.extend(self.transact(at, finish, persona=name))
         state = self.state(name)
         return ControlReceipt(
             name,
@@ -948,7 +959,7 @@ class PersonaRuntime:
                 head.append(dict(state.queue[0]))
                 return self._drain_one(batch, name, state.queue[0], hold=execute is not None)
 
-            receipt = self.transact(at, one)
+            receipt = self.transact(at, one, persona=name)
             if receipt is None:
                 break
             if execute is not None and receipt.status is ReceiptStatus.STARTED:
@@ -1016,7 +1027,7 @@ class PersonaRuntime:
             )
             return self._submit(batch, name, item, hold, None, False)
 
-        return self._commit_or_raise(at, body)
+        return self._commit_or_raise(at, body, name)
 
 
 def _lease_info(lease: dict[str, Any]) -> LeaseInfo:

@@ -55,6 +55,18 @@ class LogTransaction(ABC):
     @abstractmethod
     def load_snapshot(self, persona: str) -> Snapshot | None: ...
 
+    def load_persona(
+        self, persona: str, version: int, limit: int
+    ) -> tuple[Snapshot | None, list[Event]]:
+        """The persona's snapshot if it is of projection ``version`` (else ``None``), and
+        up to ``limit`` of its events after it (after 0 without one). A backend may
+        answer both in one round trip."""
+        snapshot = self.load_snapshot(persona)
+        if snapshot is not None and snapshot.version != version:
+            snapshot = None
+        after = snapshot.event_id if snapshot is not None else 0
+        return snapshot, self.read(after=after, persona=persona, limit=limit)
+
     @abstractmethod
     def save_snapshot(self, snapshot: Snapshot) -> None: ...
 
@@ -68,8 +80,15 @@ class EventLog(ABC):
     commits: int = 0
 
     @abstractmethod
-    def write(self) -> AbstractContextManager[LogTransaction]:
-        """An exclusive write transaction; commits on normal exit, rolls back on error."""
+    def write(
+        self, *, prefetch: tuple[str, int, int] | None = None
+    ) -> AbstractContextManager[LogTransaction]:
+        """An exclusive write transaction; commits on normal exit, rolls back on error.
+
+        ``prefetch``: the ``(persona, version, limit)`` the transaction will first ask
+        :meth:`LogTransaction.load_persona` for; a backend with round trips reads it
+        together with taking the lock (SQLite has none to save and reads it when asked).
+        """
 
     @abstractmethod
     def read_view(self) -> AbstractContextManager[LogTransaction]:
@@ -106,6 +125,13 @@ class EventLog(ABC):
     def last_event_id(self) -> int:
         with self.read_view() as txn:
             return txn.last_event_id()
+
+    def load_persona(
+        self, persona: str, version: int, limit: int
+    ) -> tuple[Snapshot | None, list[Event]]:
+        """:meth:`LogTransaction.load_persona` as of now (one consistent read)."""
+        with self.read_view() as txn:
+            return txn.load_persona(persona, version, limit)
 
     def iter_all(self, *, persona: str | None = None, page: int = 5000) -> Iterator[Event]:
         after = 0

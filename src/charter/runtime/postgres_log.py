@@ -21,7 +21,7 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -106,6 +106,18 @@ class _PgTxn(LogTransaction):
         self._writable = writable
         # (last id, its chain link): read with the lock, then moved only by our appends
         self._last: tuple[int, str | None] | None = None
+        # writes not sent yet: they go with the next read or with the COMMIT, in one
+        # round trip (pipeline mode), so the lock is held for fewer round trips
+        self._pending: list[tuple[Any, Any]] = []
+        # load_persona's answer read with the lock: ((persona, version, limit), answer)
+        self._prefetched: tuple[tuple[str, int, int], tuple[Snapshot | None, list[Event]]] | None
+        self._prefetched = None
+
+    def _flush(self) -> None:
+        """Send the queued writes (before a read, which must see them)."""
+        if self._pending:
+            pending, self._pending = self._pending, []
+            self._log._send(pending)
 
     def _t(self, name: str) -> sql.Composed:
         return sql.SQL("{}.{}").format(sql.Identifier(self._log.schema), sql.Identifier(name))
@@ -125,19 +137,21 @@ class _PgTxn(LogTransaction):
         if not events:
             return []
         assert self._last is not None, "a write transaction reads the head with its lock"
+        self._prefetched = None  # read before this write: no longer the state
         out, rows = build_rows(self._log.topic, *self._last, events)
         log = self._log
         last = str(out[-1].event_id)
         if len(rows) >= COPY_MIN_ROWS:
+            self._flush()  # COPY cannot be pipelined: it goes at once
             with self._conn.cursor() as cur, cur.copy(log._copy_events) as copy:
                 for row in rows:
                     copy.write_row(row)
-            self._conn.execute(log._set_last, (log.topic, out[-1].event_id, log.channel, last))
+            self._pending.append((log._set_last, (log.topic, out[-1].event_id, log.channel, last)))
         else:
-            # one round trip: the rows, the topic's last id and the NOTIFY
+            # one statement: the rows, the topic's last id and the NOTIFY
             params: list[Any] = [value for row in rows for value in row]
             params += (log.topic, out[-1].event_id, log.channel, last)
-            self._conn.execute(log.insert_statement(len(rows)), params)
+            self._pending.append((log.insert_statement(len(rows)), params))
         self._last = out[-1].event_id, rows[-1][-1]
         return out
 
@@ -145,6 +159,7 @@ class _PgTxn(LogTransaction):
         self, *, after: int = 0, persona: str | None = None, limit: int | None = None
     ) -> list[Event]:
         check_limit(limit)
+        self._flush()
         query = sql.SQL(
             "SELECT event_id, persona, persona_version, actor, kind, occurred_at, payload "
             "FROM {} WHERE topic = %s AND event_id > %s"
@@ -164,6 +179,7 @@ class _PgTxn(LogTransaction):
 
     def chains(self, *, after: int = 0, limit: int | None = None) -> list[tuple[int, str | None]]:
         check_limit(limit)
+        self._flush()
         query = sql.SQL(
             "SELECT event_id, chain FROM {} WHERE topic = %s AND event_id > %s ORDER BY event_id"
         ).format(self._t("events"))
@@ -173,7 +189,18 @@ class _PgTxn(LogTransaction):
             params.append(limit)
         return [(int(r[0]), r[1]) for r in self._conn.execute(query, params)]
 
+    def load_persona(
+        self, persona: str, version: int, limit: int
+    ) -> tuple[Snapshot | None, list[Event]]:
+        if self._prefetched is not None:
+            (wanted, answer), self._prefetched = self._prefetched, None
+            if wanted == (persona, version, limit):
+                return answer  # read with the lock, nothing written since
+        self._flush()
+        return self._log._persona_rows(persona, version, limit)
+
     def load_snapshot(self, persona: str) -> Snapshot | None:
+        self._flush()
         row = self._conn.execute(
             sql.SQL(
                 "SELECT event_id, version, state FROM {} WHERE topic = %s AND persona = %s"
@@ -187,19 +214,23 @@ class _PgTxn(LogTransaction):
     def save_snapshot(self, snapshot: Snapshot) -> None:
         if not self._writable:
             raise EventLogError("save_snapshot needs a write transaction")
-        self._conn.execute(
-            sql.SQL(
-                "INSERT INTO {} (topic, persona, event_id, version, state) "
-                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (topic, persona) DO UPDATE SET "
-                "event_id = excluded.event_id, version = excluded.version, state = excluded.state"
-            ).format(self._t("snapshots")),
+        self._prefetched = None
+        self._pending.append(
             (
-                self._log.topic,
-                snapshot.persona,
-                snapshot.event_id,
-                snapshot.version,
-                Jsonb(snapshot.state),
-            ),
+                sql.SQL(
+                    "INSERT INTO {} (topic, persona, event_id, version, state) "
+                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (topic, persona) DO UPDATE SET "
+                    "event_id = excluded.event_id, version = excluded.version, "
+                    "state = excluded.state"
+                ).format(self._t("snapshots")),
+                (
+                    self._log.topic,
+                    snapshot.persona,
+                    snapshot.event_id,
+                    snapshot.version,
+                    Jsonb(snapshot.state),
+                ),
+            )
         )
 
 
@@ -228,15 +259,20 @@ class PostgresEventLog(EventLog):
             self._conn.close()
             raise EventLogError(f"cannot prepare schema {self.schema!r}: {exc}") from exc
         s = sql.Identifier(self.schema)
-        self._begin_write = (
+        self._take_lock = (
+            sql.SQL("SELECT pg_advisory_xact_lock({})")
+            .format(sql.Literal(self._lock))
+            .as_string(self._conn)
+        )
+        self._read_head = (
             sql.SQL(
-                "BEGIN; SELECT pg_advisory_xact_lock({lock}); "
                 "SELECT t.last_event_id, e.chain FROM {s}.topics t LEFT JOIN {s}.events e "
                 "ON e.topic = t.topic AND e.event_id = t.last_event_id WHERE t.topic = {topic}"
             )
-            .format(lock=sql.Literal(self._lock), s=s, topic=sql.Literal(topic))
+            .format(s=s, topic=sql.Literal(topic))
             .as_string(self._conn)
         )
+        self._begin_write = f"BEGIN; {self._take_lock}; {self._read_head}"
         self._copy_events = sql.SQL("COPY {}.events ({}) FROM STDIN").format(
             s, sql.SQL(_EVENT_COLUMNS)
         )
@@ -248,6 +284,54 @@ class PostgresEventLog(EventLog):
             self._set_last_sql
         )
         self._inserts: dict[int, sql.Composed] = {}
+        # a persona's snapshot and the tail after it: one statement, so one round trip
+        # and one snapshot of the database without a transaction around it
+        self._load_persona = sql.SQL(
+            "SELECT * FROM ("
+            "(SELECT 0 AS part, event_id, version, NULL::text AS persona, "
+            "NULL::text AS persona_version, NULL::text AS actor, NULL::text AS kind, "
+            "NULL::timestamptz AS occurred_at, state AS data "
+            "FROM {s}.snapshots WHERE topic = %(topic)s AND persona = %(persona)s) "
+            "UNION ALL "
+            "(SELECT 1, event_id, NULL, persona, persona_version, actor, kind, occurred_at, "
+            "payload FROM {s}.events WHERE topic = %(topic)s AND persona = %(persona)s "
+            "AND event_id > COALESCE((SELECT event_id FROM {s}.snapshots WHERE "
+            "topic = %(topic)s AND persona = %(persona)s AND version = %(version)s), 0) "
+            "ORDER BY event_id LIMIT %(limit)s)) AS rows ORDER BY part, event_id"
+        ).format(s=s)
+        self._read_last = sql.SQL("SELECT last_event_id FROM {}.topics WHERE topic = %s").format(s)
+
+    def _persona_rows(
+        self, persona: str, version: int, limit: int
+    ) -> tuple[Snapshot | None, list[Event]]:
+        check_limit(limit)
+        params = {"topic": self.topic, "persona": persona, "version": version, "limit": limit}
+        return self._persona_result(
+            self._conn.execute(self._load_persona, params), persona, version
+        )
+
+    def _persona_result(
+        self, rows: Iterable[Any], persona: str, version: int
+    ) -> tuple[Snapshot | None, list[Event]]:
+        snapshot: Snapshot | None = None
+        tail: list[Event] = []
+        for r in rows:
+            if r[0] == 0:
+                if int(r[2]) == version:
+                    snapshot = Snapshot(persona, int(r[1]), int(r[2]), r[8])
+            else:
+                tail.append(Event(int(r[1]), self.topic, r[3], r[6], r[7], r[8], r[5], r[4]))
+        return snapshot, tail
+
+    def _send(self, statements: list[tuple[Any, Any]]) -> None:
+        """Execute ``statements`` in order in one round trip (pipeline mode); the first
+        error is raised once all were answered (the rest were skipped by the server)."""
+        if len(statements) == 1:
+            self._conn.execute(*statements[0])
+            return
+        with self._conn.pipeline():
+            for query, params in statements:
+                self._conn.execute(query, params)
 
     def insert_statement(self, rows: int) -> sql.Composed:
         """``rows`` events, the topic's last id and the NOTIFY as one statement."""
@@ -307,22 +391,37 @@ class PostgresEventLog(EventLog):
         return redact(self.url)
 
     @contextmanager
-    def write(self) -> Iterator[LogTransaction]:
+    def write(self, *, prefetch: tuple[str, int, int] | None = None) -> Iterator[LogTransaction]:
         txn = _PgTxn(self, writable=True)
-        # one round trip (simple query protocol, several statements): BEGIN, the topic's
-        # lock, then the head, read by a statement that starts after the lock is held
-        # (READ COMMITTED takes a snapshot per statement), so it sees every earlier commit
+        # one round trip: BEGIN, the topic's lock, then the head (and the prefetched
+        # persona), read by statements that start after the lock is held (READ COMMITTED
+        # takes a snapshot per statement), so they see every earlier commit
         try:
-            cur = self._conn.execute(self._begin_write)
-            cur.nextset()
-            cur.nextset()
+            if prefetch is None:  # simple query protocol, several statements
+                cur = self._conn.execute(self._begin_write)
+                cur.nextset()
+                cur.nextset()
+            else:
+                persona, version, limit = prefetch
+                with self._conn.pipeline():
+                    self._conn.execute("BEGIN")
+                    self._conn.execute(self._take_lock)
+                    cur = self._conn.execute(self._read_head)
+                    rows = self._conn.execute(
+                        self._load_persona,
+                        {"topic": self.topic, "persona": persona, "version": version,
+                         "limit": limit},
+                    )  # fmt: skip
+                txn._prefetched = (prefetch, self._persona_result(rows, persona, version))
             row = cur.fetchone()
             txn._last = (int(row[0]), row[1]) if row else (0, None)
             yield txn
+            # the writes still queued and the COMMIT: one round trip
+            self._send([*txn._pending, ("COMMIT", None)])
+            txn._pending = []
         except BaseException:
             self._rollback()
             raise
-        self._conn.execute("COMMIT")
         self.commits += 1
 
     @contextmanager
@@ -349,10 +448,28 @@ class PostgresEventLog(EventLog):
             self._listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
         return self._listener
 
+    # Single reads outside a transaction: one statement sees one snapshot, so they need
+    # no BEGIN/COMMIT round trips (events are append-only and committed in id order).
+
+    def last_event_id(self) -> int:
+        row = self._conn.execute(self._read_last, (self.topic,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def read(
+        self, *, after: int = 0, persona: str | None = None, limit: int | None = None
+    ) -> list[Event]:
+        return _PgTxn(self, writable=False).read(after=after, persona=persona, limit=limit)
+
+    def load_persona(
+        self, persona: str, version: int, limit: int
+    ) -> tuple[Snapshot | None, list[Event]]:
+        return self._persona_rows(persona, version, limit)
+
     def wait_for_append(self, after_event_id: int, timeout: float) -> bool:
         listener = self._listen()  # listen first, then check: no append can slip between
         deadline = time.monotonic() + max(0.0, timeout)
         while True:
+            # (the channel is the schema's: a notify may be another topic's)
             if self.last_event_id() > after_event_id:
                 return True
             remaining = deadline - time.monotonic()

@@ -16,23 +16,25 @@ COMPACT_AFTER = 256
 _PAGE = 10_000
 
 
-def load_state(txn: LogTransaction, persona: str) -> tuple[PersonaState, int]:
-    """The persona's state as of the transaction, and how many tail events were folded."""
-    snapshot = txn.load_snapshot(persona)
-    if snapshot is not None and snapshot.version == PROJECTION_VERSION:
-        state = PersonaState.adopt(snapshot.state)  # decoded for us alone: no copy
-        after = snapshot.event_id
-    else:
-        state, after = PersonaState(persona), 0
+def load_state(txn: LogTransaction | EventLog, persona: str) -> tuple[PersonaState, int]:
+    """The persona's state as of the transaction (or of now, read from a log), and how
+    many tail events were folded."""
+    snapshot, tail = txn.load_persona(persona, PROJECTION_VERSION, _PAGE)
+    # a snapshot just decoded is for us alone: adopted without a copy
+    state = PersonaState(persona) if snapshot is None else PersonaState.adopt(snapshot.state)
     folded = 0
     while True:
-        tail = txn.read(after=after, persona=persona, limit=_PAGE)
         for event in tail:
             apply(state, event)
         folded += len(tail)
         if len(tail) < _PAGE:
             return state, folded
-        after = tail[-1].event_id
+        tail = txn.read(after=tail[-1].event_id, persona=persona, limit=_PAGE)
+
+
+def prefetch(persona: str) -> tuple[str, int, int]:
+    """What :func:`load_state` asks the log for first (``EventLog.write(prefetch=...)``)."""
+    return persona, PROJECTION_VERSION, _PAGE
 
 
 def save_state(txn: LogTransaction, state: PersonaState) -> None:
@@ -57,8 +59,9 @@ class StatusProjection:
         self.compact_after = compact_after
 
     def state(self, persona: str) -> PersonaState:
-        with self.log.read_view() as txn:
-            state, folded = load_state(txn, persona)
+        # the snapshot and its tail in one read (a tail longer than a page is read on
+        # after it: the log is append-only, so that is the state of a later moment)
+        state, folded = load_state(self.log, persona)
         if folded > self.compact_after:
             self.refresh(persona)
         return state

@@ -213,7 +213,7 @@ class SqliteEventLog(EventLog):
                 delay = min(delay * 2, 0.25)
 
     @contextmanager
-    def write(self) -> Iterator[LogTransaction]:
+    def write(self, *, prefetch: tuple[str, int, int] | None = None) -> Iterator[LogTransaction]:
         self._begin_immediate()
         try:
             yield _SqliteTxn(self._conn, self.topic, writable=True)
