@@ -28,7 +28,7 @@ agent-persona itself is not available offline, so the default peer is
 ``print-policy claude <persona>`` path from seed 004 (bash plus one ``python3`` helper
 per policy question: nine interpreter starts for this persona); ``--peer SCRIPT`` times
 another one (called as ``SCRIPT claude rev`` in the repo), ``--peer none`` skips it. The
-peer's ``python3`` is this interpreter, not a version manager's shim.
+peer's ``python3`` is the interpreter charter runs on (see ``_peer_env``).
 
 Medians of wall-clock times; the machine is shared, so look at the minimum too.
 
@@ -116,16 +116,19 @@ def _time(
 
 
 def _peer_env(env: dict[str, str], root: Path) -> dict[str, str]:
-    """The peer's env: ``python3`` on its PATH is this interpreter itself.
+    """The peer's env: the ``python3`` it finds first on PATH is the interpreter charter runs on.
 
-    The peer starts one ``python3`` per policy question; through a version manager's shim
-    (pyenv's is a bash script) each start would cost it tens of ms more than charter pays.
+    The peer starts one ``python3`` per policy question, so what that costs decides the
+    comparison. A version manager's shim (pyenv's is a bash script), or a base interpreter
+    whose site-packages run ``.pth`` files at each start (this machine's adds ~20 ms),
+    would charge the peer for what charter does not pay; charter's own venv interpreter
+    (the directory of ``sys.executable``) is the fair one.
     """
-    bindir = root / "peer-bin"
-    bindir.mkdir(exist_ok=True)
-    link = bindir / "python3"
-    if not link.exists():
-        link.symlink_to(os.path.realpath(sys.executable))
+    bindir = Path(sys.executable).parent
+    if not (bindir / "python3").exists():
+        bindir = root / "peer-bin"
+        bindir.mkdir(exist_ok=True)
+        (bindir / "python3").symlink_to(sys.executable)
     return {**env, "PATH": f"{bindir}{os.pathsep}{env['PATH']}"}
 
 

@@ -98,3 +98,22 @@ def test_fast_answers_match_what_click_prints(flag: str, columns: str) -> None:
     )
     assert (fast.returncode, fast.stdout, fast.stderr) == (0, slow.stdout, "")
     assert slow.returncode == 0
+
+
+def test_gc_paused_gives_the_collector_back_as_it_found_it() -> None:
+    import gc
+
+    from charter.cli import gc_paused
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), gc_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("a failing command")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # the caller's choice stays
+    finally:
+        gc.enable()

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 from .conftest import charter, env_with, make_persona, plan_json, write
 
@@ -133,3 +134,49 @@ def test_launch_from_the_cache_runs_the_same_way(project: Path, fakebin: Path) -
         x for x in b["argv"] if "charter-claude-" not in x
     ]
     assert not (project / "CLAUDE.md").exists()
+
+
+GC_PROBE = """
+import gc, json, sys
+from charter.cli import main
+try:
+    main({args!r})
+except SystemExit:
+    pass
+print(json.dumps({{"gc": gc.isenabled(), "modules": sorted(sys.modules)}}), file=sys.stderr)
+"""
+
+
+def _cold(args: list[str], cwd: Path) -> dict[str, object]:
+    proc = subprocess.run(
+        [sys.executable, "-c", GC_PROBE.format(args=args)],
+        cwd=cwd,
+        env=env_with(CHARTER_LAUNCH_CACHE="0"),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    data: dict[str, object] = json.loads(proc.stderr.strip().splitlines()[-1])
+    return data
+
+
+def test_a_cold_print_policy_builds_only_what_the_persona_uses(project: Path) -> None:
+    """Stages, routes and triggers load with a persona that declares them, not before; the
+    garbage collector paused for the imports is back on afterwards."""
+    make_persona(project / ".personas", "p", policy={"tools": {"allow": ["read", "bash"]}})
+    plain = _cold(["print-policy", "claude", "p"], project)
+    assert plain["gc"] is True
+    modules = plain["modules"]
+    assert isinstance(modules, list)
+    assert "charter.manifest.model" in modules
+    assert _has(modules, ("charter.manifest.workflow_model", "charter.policy.scope")) == []
+
+    write(
+        project / "charter.toml",
+        '[[personas]]\nname = "s"\ndescription = "d"\nentry_workflow = "pkg.mod:run"\n'
+        'tools = ["read"]\nautonomy_tier = "suggest"\nreceipt_policy = "optional"\n\n'
+        '[[personas.stages]]\nname = "look"\nallowed_tools = ["read"]\n',
+    )
+    staged = _cold(["print-policy", "claude", "s", "--json"], project)
+    assert staged["gc"] is True
+    assert "charter.manifest.workflow_model" in cast(list[str], staged["modules"])

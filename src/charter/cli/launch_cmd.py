@@ -145,21 +145,25 @@ def _prepare(
         if hit is not None:
             return hit["plan"], Job.from_cache(hit["job"], tmpdir, env)
 
-    from charter.launch import LaunchError
-    from charter.launch.plan import LaunchOptions, build_plan, dependencies
+    from charter.cli import gc_paused
 
-    opts = LaunchOptions(
-        tool=tool, persona=persona, user_args=user_args, env=env, tmpdir=tmpdir, **values
-    )
-    try:
-        plan = build_plan(opts)
-    except LaunchError as exc:
-        click.echo(f"charter: {exc}", err=True)
-        sys.exit(exc.code)
-    data = plan.to_dict()
-    job = plan.job()
-    if cache.enabled(env):
-        cache.store(key, env, {"plan": data, "job": job.to_cache()}, dependencies(plan), tmpdir)
+    with gc_paused():  # the policy core and the manifest loader: imports, dataclasses
+        from charter.launch import LaunchError
+        from charter.launch.plan import LaunchOptions, build_plan, dependencies
+
+        opts = LaunchOptions(
+            tool=tool, persona=persona, user_args=user_args, env=env, tmpdir=tmpdir, **values
+        )
+        try:
+            plan = build_plan(opts)
+        except LaunchError as exc:
+            click.echo(f"charter: {exc}", err=True)
+            sys.exit(exc.code)
+        data = plan.to_dict()
+        job = plan.job()
+        if cache.enabled(env):
+            deps = dependencies(plan)
+            cache.store(key, env, {"plan": data, "job": job.to_cache()}, deps, tmpdir)
     return data, job
 
 
