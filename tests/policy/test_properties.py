@@ -201,3 +201,26 @@ def test_side_effect_ordering(ceiling: SideEffectLevel, level: SideEffectLevel |
     effective_level = SideEffectLevel.NETWORK if level is None else level  # fail closed
     pol = Policy.from_dict({"side_effect_level": ceiling.label})
     assert allowed(call, pol) == (effective_level <= ceiling)
+
+
+@SETTINGS
+@given(
+    policies(),
+    policies(),
+    st.lists(st.sampled_from(PATHS), min_size=2, max_size=5),
+    st.sampled_from([None, "read", "edit"]),
+    st.one_of(st.none(), st.sampled_from(list(SideEffectLevel))),
+)
+def test_memoised_verdicts_equal_fresh_ones(
+    a: Policy, b: Policy, paths: list[str], kind: str | None, level: SideEffectLevel | None
+) -> None:
+    """Allowed verdicts of path-only calls are memoised per (stack, annotations, resolved
+    targets): on one stack tuple, calls of one tool with varying paths and names decide
+    exactly as a fresh list of the same frames does."""
+    stack = (Frame(a, "a"), Frame(b, "b"))
+    ann = ToolAnnotations(level, kind=kind, path_args=("p",))
+    for name in ("read", "write", "read"):
+        for path in paths:
+            call = ToolCall(name, {"p": path}, ann)
+            fresh = decide(call, list(stack), context=CTX)
+            assert decide(call, stack, context=CTX).to_dict() == fresh.to_dict()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import types
 from typing import Any
 
 from . import telemetry
@@ -22,7 +23,7 @@ async def call_model(
         # ``call_caller`` inlined: one coroutine less per turn
         try:
             reply = caller(call)
-            if inspect.isawaitable(reply):
+            if type(reply) is types.CoroutineType or inspect.isawaitable(reply):
                 reply = await reply
             return checked_reply(reply)
         except Exception as exc:

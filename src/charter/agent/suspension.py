@@ -139,8 +139,10 @@ class SuspensionHook(LoopHook):
     async def before_dispatch(
         self, run: Any, iteration: int, text: str, calls: list[Any]
     ) -> dict[str, Any] | None:
-        call = next((c for c in calls if c.name == TOOL), None)
-        if call is None:
+        for call in calls:  # a loop, not next(genexpr): this runs on every turn
+            if call.name == TOOL:
+                break
+        else:
             return None
         try:
             request = agent_await_resumption(

@@ -50,13 +50,57 @@ def decide(
     if not frames:
         return Decision(Outcome.ALLOW, call.name, "no policy is active")
     subjects = _Subjects(call, context) if call.has_subjects else _NO_SUBJECTS
+    key = _memo_key(call, frames, subjects)
+    if key is not None:
+        hit = _ALLOWED.get(key)
+        if hit is not None and hit[0] is frames and hit[1] is call.annotations:
+            return hit[2]
     for index in range(len(frames) - 1, -1, -1):
         frame = frames[index]
         try:
             _check_frame(call, frame, subjects)
         except _Denied as denied:
             return denied.decision(call.name, index, frame)
-    return Decision(Outcome.ALLOW, call.name, _allowed_reason(len(frames)))
+    allowed = Decision(Outcome.ALLOW, call.name, _allowed_reason(len(frames)))
+    if key is not None:
+        if len(_ALLOWED) >= _MEMO_SIZE:
+            _ALLOWED.clear()
+        _ALLOWED[key] = (frames, call.annotations, allowed)
+    return allowed
+
+
+def _memo_key(call: ToolCall, frames: Sequence[Frame], subjects: _Subjects) -> Any:
+    """The key of an allowed verdict that is a pure function of resolved paths, or ``None``.
+
+    A call whose only arguments the policy reads are paths is decided by its name, its
+    annotations, the frames, the context and the *resolved* targets (resolved here, on
+    this call: resolutions are never reused). Frames are an immutable tuple (the stack),
+    known by identity, so their policies are not hashed on every call. Commands, URLs,
+    skills and members are left to the full check.
+    """
+    ann = call.annotations
+    if (
+        not call.has_subjects
+        or type(frames) is not tuple
+        or ann.command_args
+        or ann.url_args
+        or ann.skill_args
+        or ann.member_args
+    ):
+        return None
+    try:
+        paths = subjects.paths()
+    except _Denied:
+        return None  # the frame loop raises it again, naming the frame that checks it
+    if not paths:
+        return None
+    targets = tuple((resolved, access) for _, resolved, access, _ in paths)
+    return (id(frames), id(ann), subjects.context, call.name, call.mcp_server, targets)
+
+
+#: Allowed verdicts by :func:`_memo_key`; each entry holds its frames and annotations, so
+#: the ids in the key cannot be reused while it exists.
+_ALLOWED: dict[Any, tuple[Sequence[Frame], ToolAnnotations, Decision]] = {}
 
 
 def _allowed_reason(count: int) -> str:
