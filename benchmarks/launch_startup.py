@@ -219,7 +219,8 @@ def main() -> int:
         runs += [(n, c, nocache) for n, c in cases_nocache.items()]
         if args.only:
             runs = [r for r in runs if args.only in r[0]]
-        peer_cmd = [args.peer, "claude", "rev"]
+        # run in the persona's repository: a relative --peer is taken from here
+        peer_cmd = [str(Path(args.peer).resolve()), "claude", "rev"]
         peer_env = _peer_env(env, Path(tmp))
         medians: dict[str, dict[str, float]] = {label: {} for label in labels}
         peer: dict[str, float] = {}
