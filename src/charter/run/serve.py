@@ -389,6 +389,9 @@ class Server:
         self.jobs: queue.Queue[str | WebhookJob] = queue.Queue()
         self._accept_pool = ThreadPoolExecutor(1, thread_name_prefix="charter-accept")
         self._accept_session: Session | None = None
+        # wake-ups waiting per persona: more than one per worker wakes no one more
+        self._wakes: dict[str, int] = {}
+        self._wakes_lock = threading.Lock()
         # webhooks waiting for the accept thread: taken together, one transaction a turn
         self._accepting: list[_Pending] = []
         self._accepting_lock = threading.Lock()
@@ -483,11 +486,34 @@ class Server:
         for name, status in accepted:
             self.log_line(f"webhook {provider} -> {name} {work_key}: {status}")
             if status == "queued":
-                self.jobs.put(name)  # wake a worker; the queue itself is in the log
+                self.wake(name)  # the queue itself is in the log
         if outcome:
             self.jobs.put(WebhookJob("", provider, kind, payload, {}))
         self.metrics.admission.observe(time.perf_counter() - started)
         return 202, {"work_key": work_key, "personas": names}
+
+    def wake(self, job: str) -> None:
+        """Wake a worker for ``job`` (a persona with queued work, or :data:`PARKED`),
+        unless every worker already has a wake-up for it waiting: a worker drains a
+        queue until it is empty, so a burst of work needs no more wake-ups than workers
+        (without the bound, every queued item woke every worker of every replica)."""
+        with self._wakes_lock:
+            waiting = self._wakes.get(job, 0)
+            if waiting >= self.workers:
+                return
+            self._wakes[job] = waiting + 1
+        self.jobs.put(job)
+
+    def _requeue(self, job: str | WebhookJob) -> None:
+        if isinstance(job, str):
+            with self._wakes_lock:
+                self._wakes[job] = self._wakes.get(job, 0) + 1
+        self.jobs.put(job)
+
+    def _taken(self, job: str | WebhookJob) -> None:
+        if isinstance(job, str):
+            with self._wakes_lock:
+                self._wakes[job] = max(0, self._wakes.get(job, 0) - 1)
 
     def _accept_waiting(self) -> None:
         """On the accept thread (one session, one connection): record every webhook
@@ -588,8 +614,9 @@ class Server:
                         job = self.jobs.get(timeout=max(0.05, min(1.0, wait)))
                     except queue.Empty:
                         continue
+                    self._taken(job)
                     if generation != self._generation:
-                        self.jobs.put(job)  # reconnect first (top of the loop), then take it
+                        self._requeue(job)  # reconnect first (top of the loop), then take it
                         continue
                     supervisor.take(job)
                 except Exception as exc:
@@ -652,9 +679,9 @@ class Server:
                     for event in log.read(after=cursor):
                         cursor = event.event_id
                         if event.kind == Kind.WORK_QUEUED:
-                            self.jobs.put(event.persona)
+                            self.wake(event.persona)
                         elif event.kind in APPROVAL_RESOLUTIONS:
-                            self.jobs.put(PARKED)
+                            self.wake(PARKED)
             except Exception as exc:  # the workers report the outage; retry quietly
                 if not store_error(exc):
                     self.log_line(f"watch stopped ({exc}); workers fall back to their tick")

@@ -247,6 +247,7 @@ class PostgresEventLog(EventLog):
         self.channel = f"charter_events_{self.schema}"[:63]
         self._lock = _lock_key(self.schema, topic)
         self._listener: psycopg.Connection[Any] | None = None
+        self._observed = 0  # the last id wait_for_append saw (while listening)
         self._conninfo = conninfo
         self._connect_timeout = connect_timeout
         try:
@@ -442,6 +443,7 @@ class PostgresEventLog(EventLog):
 
     def _listen(self) -> psycopg.Connection[Any]:
         if self._listener is None:
+            self._observed = 0
             self._listener = psycopg.connect(
                 self._conninfo, autocommit=True, connect_timeout=self._connect_timeout
             )
@@ -466,17 +468,25 @@ class PostgresEventLog(EventLog):
         return self._persona_rows(persona, version, limit)
 
     def wait_for_append(self, after_event_id: int, timeout: float) -> bool:
+        fresh = self._listener is None
         listener = self._listen()  # listen first, then check: no append can slip between
         deadline = time.monotonic() + max(0.0, timeout)
+        # Every event after the last id this method saw was committed while the listener
+        # listened, so its notify is queued or on its way (each one taken is followed by
+        # a check): a caller already past that id waits for a notify before asking.
+        check = fresh or after_event_id < self._observed or timeout <= 0
         while True:
-            # (the channel is the schema's: a notify may be another topic's)
-            if self.last_event_id() > after_event_id:
-                return True
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
+            if check or remaining <= 0:
+                # (the channel is the schema's: a notify may be another topic's)
+                self._observed = self.last_event_id()
+                if self._observed > after_event_id:
+                    return True
+                if remaining <= 0:
+                    return False
+            check = False
             for _ in listener.notifies(timeout=remaining, stop_after=1):
-                break
+                check = True  # (every notify already received is taken with it)
 
     def close(self) -> None:
         if self._listener is not None:
