@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from charter.agent import LlmRequest, MockProvider, agent_loop, make_tool
@@ -63,8 +64,13 @@ def hand_written(turns: list[Any], tool: Any) -> float:
     return time.perf_counter() - start
 
 
-def measure(iterations: int) -> dict[str, float]:
-    """One run of both loops in this process: per-iteration microseconds."""
+def measure(
+    iterations: int, around: tuple[Callable[[], None], Callable[[], None]] | None = None
+) -> dict[str, float]:
+    """One run of both loops in this process: per-iteration microseconds.
+
+    ``around``: called just before and just after the timed agent loop (``--breakdown``).
+    """
 
     def lookup(key: str) -> str:
         return key
@@ -90,6 +96,8 @@ def measure(iterations: int) -> dict[str, float]:
         )
         hand_written(turns[:50], tool)
         provider = TimedMock([*turns, "done"])
+        if around is not None:
+            around[0]()
         start = time.perf_counter()
         result = agent_loop(
             "bench",
@@ -100,6 +108,8 @@ def measure(iterations: int) -> dict[str, float]:
             max_iterations=iterations + 1,
         )
         elapsed = time.perf_counter() - start
+        if around is not None:
+            around[1]()
         baseline = hand_written(turns, tool)
     n = result.llm.iterations
     ran = result.trace["policy_decisions"] == iterations and not result.tools.rejected
@@ -114,6 +124,83 @@ def measure(iterations: int) -> dict[str, float]:
         "first_tenth_us": (stamps[tenth] - stamps[0]) * 1e6 / tenth,
         "last_tenth_us": (stamps[-1] - stamps[-1 - tenth]) * 1e6 / tenth,
     }
+
+
+def breakdown(iterations: int) -> None:
+    """Per-iteration time by loop stage: each stage is wrapped in a timer (about 0.2 us
+    of wrapper each, so the stages add up to a little more than the plain run)."""
+    import charter.policy.paths as policy_paths
+    from charter.agent import dispatch, hooks, loop
+
+    spent: dict[str, float] = {}
+    clock = time.perf_counter
+
+    def timed(owner: Any, name: str, label: str) -> None:
+        inner = getattr(owner, name)
+        spent[label] = 0.0
+        if asyncio.iscoroutinefunction(inner):
+
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                start = clock()
+                try:
+                    return await inner(*args, **kwargs)
+                finally:
+                    spent[label] += clock() - start
+
+            setattr(owner, name, async_wrapper)
+        else:
+
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                start = clock()
+                try:
+                    return inner(*args, **kwargs)
+                finally:
+                    spent[label] += clock() - start
+
+            setattr(owner, name, wrapper)
+
+    stages = [
+        (hooks.CombinedHooks, "before_model_call", "hooks before the model call", 0),
+        (loop._Run, "visible_tools", "visible tools", 0),
+        (loop._Run, "effective_system", "system prompt", 0),
+        (loop._Run, "prompt_messages", "prompt messages", 0),
+        (loop._Run, "call_llm", "model call (caller chain)", 0),
+        (MockProvider, "complete", "mock provider (also in the hand loop)", 1),
+        (hooks.CombinedHooks, "before_dispatch", "hooks before dispatch", 0),
+        (dispatch.Dispatcher, "dispatch", "dispatch", 0),
+        (dispatch, "decide_current", "policy decision", 1),
+        (policy_paths, "realpath", "path resolution (syscalls)", 2),
+        (dispatch.Dispatcher, "_execute", "tool handler", 1),
+        (loop._Run, "record_outcomes", "recording outcomes and audit events", 0),
+    ]
+    for owner, name, label, _ in stages:
+        timed(owner, name, label)
+    snapshot: dict[str, float] = {}
+
+    def reset() -> None:
+        for key in spent:
+            spent[key] = 0.0
+
+    def keep() -> None:
+        snapshot.clear()
+        snapshot.update(spent)
+
+    best: tuple[float, dict[str, float]] | None = None
+    for _ in range(3):
+        loop_us = measure(iterations, (reset, keep))["loop_us"]
+        if best is None or loop_us < best[0]:
+            best = (loop_us, dict(snapshot))
+    assert best is not None
+    loop_us, parts = best
+    per = 1e6 / (iterations + 1)
+    print("per iteration, by stage (best of 3 runs; each timer adds about 0.2 us):")
+    print(f"  {'agent loop, total:':<46} {loop_us:6.1f} us")
+    staged = 0.0
+    for _, _, label, depth in stages:
+        print(f"  {'  ' * depth}{label + ':':<{46 - 2 * depth}} {parts[label] * per:6.1f} us")
+        if depth == 0:
+            staged += parts[label] * per
+    print(f"  {'the loop body and the rest:':<46} {loop_us - staged:6.1f} us")
 
 
 def _child(iterations: int, src: str | None) -> dict[str, float]:
@@ -157,8 +244,14 @@ def main() -> None:
     parser.add_argument(
         "--baseline", metavar="SRC", help="another charter's src dir, measured alternately"
     )
+    parser.add_argument(
+        "--breakdown", action="store_true", help="time each stage of an iteration instead"
+    )
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.breakdown:
+        breakdown(args.iterations)
+        return
     if args.json:
         print(json.dumps(measure(args.iterations)))
         return

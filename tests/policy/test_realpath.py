@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -81,14 +82,18 @@ def _build(root: str, entries: list[tuple[str, str, str]]) -> None:
 
 @pytest.mark.skipif(not fast.ENABLED, reason="no O_PATH or /proc/self/fd on this platform")
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(entries=trees(), paths=queries)
-def test_matches_os_realpath(entries: list[tuple[str, str, str]], paths: list[Any]) -> None:
+@given(entries=trees(), paths=queries, access_at=st.booleans())
+def test_matches_os_realpath(
+    entries: list[tuple[str, str, str]], paths: list[Any], access_at: bool
+) -> None:
     root = tempfile.mkdtemp(prefix="charter-realpath-")
     try:
         _build(root, entries)
-        for components, trailing in paths:
-            query = root + "/" + "/".join(components) + ("/" if trailing else "")
-            assert fast.realpath(query) == os.path.realpath(query), query
+        # both ways of probing entries: ``access`` relative to a directory, and ``lstat``
+        with mock.patch.object(fast, "_ACCESS_AT", access_at and fast._ACCESS_AT):
+            for components, trailing in paths:
+                query = root + "/" + "/".join(components) + ("/" if trailing else "")
+                assert fast.realpath(query) == os.path.realpath(query), query
     finally:
         shutil.rmtree(root)
 

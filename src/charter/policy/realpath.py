@@ -71,26 +71,53 @@ def realpath(path: str) -> str:
 def _missing_tail(path: str, plain: str, parts: list[str]) -> str:
     """``plain`` (absolute, no ``.``/``..``) does not exist: find what does."""
     # the longest prefix that exists (``access`` raises nothing, so a miss is cheap); the
-    # kernel's name for it and an ``lstat`` below it decide, so a wrong guess here can
-    # only send the path to the fallback
+    # kernel's name for it and a look below it decide, so a wrong guess here can only send
+    # the path to the fallback
     depth = len(parts) - 1
-    while depth and not os.access("/" + "/".join(parts[:depth]), os.F_OK):
+    while depth and not _exists("/" + "/".join(parts[:depth])):
         depth -= 1
     prefix = "/" + "/".join(parts[:depth])
     try:
-        if _kernel_path(prefix) != prefix:
-            return os.path.realpath(path)
+        fd = os.open(prefix, _FLAGS)
     except (OSError, ValueError):
         return os.path.realpath(path)
     try:
-        os.lstat(prefix.rstrip("/") + "/" + parts[depth])
-    except OSError:
-        # ``realpath`` takes an entry it cannot ``lstat`` for a non-link and so is every
-        # entry below it: the rest is kept as written
-        return plain
-    except ValueError:
+        # the entry below the prefix must be absent even as a link (a dangling link fails
+        # to open like a missing file, and realpath follows it). realpath takes an entry it
+        # cannot lstat for a non-link, and every entry below it too: the rest stays as is
+        if os.readlink(f"/proc/self/fd/{fd}") == prefix and not _entry_exists(parts[depth], fd):
+            return plain
+    except (OSError, ValueError):
         pass
-    return os.path.realpath(path)  # it exists after all: a dangling link, or a race
+    finally:
+        os.close(fd)
+    return os.path.realpath(path)
+
+
+# ``access`` answers without raising; with the effective ids it fails exactly where ``lstat``
+# does (``realpath``'s test), and relative to the verified directory it re-walks nothing.
+_ACCESS_AT = (
+    os.access in os.supports_dir_fd
+    and os.access in os.supports_follow_symlinks
+    and os.access in os.supports_effective_ids
+)
+
+
+def _exists(path: str) -> bool:
+    if _ACCESS_AT:
+        return os.access(path, os.F_OK, effective_ids=True)
+    return os.path.exists(path)
+
+
+def _entry_exists(name: str, dir_fd: int) -> bool:
+    """Whether ``name`` in ``dir_fd`` exists as an entry (a link counts, not followed)."""
+    if _ACCESS_AT:
+        return os.access(name, os.F_OK, dir_fd=dir_fd, effective_ids=True, follow_symlinks=False)
+    try:
+        os.lstat(name, dir_fd=dir_fd)
+    except OSError:
+        return False
+    return True
 
 
 __all__ = ["ENABLED", "realpath"]
