@@ -14,7 +14,14 @@ import pytest
 
 from charter.run.engine import RunResult, _lease_fresh, drain_in_session
 from charter.run.session import RunOptions, Session, open_session
-from charter.runtime import Kind, LeaseInfo, LogTransaction, ReceiptStatus, RunReceipt
+from charter.runtime import (
+    Kind,
+    LeaseInfo,
+    LogTransaction,
+    ReceiptStatus,
+    RunReceipt,
+    format_time,
+)
 
 MANIFEST = """
 [[personas]]
@@ -204,19 +211,23 @@ def test_a_fresh_lease_skips_the_first_heartbeat_an_old_one_does_not() -> None:
     )
 
 
-def test_a_late_item_of_a_long_drain_is_heartbeaten_before_it_runs(
+def test_each_item_of_a_long_drain_is_admitted_at_its_own_time(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a drain admits each item at the drain's start time; once more than a third of the
-    # TTL has passed since (here: the clock moved 150 s of 300), a run renews its lease
-    # before its workflow starts
+    # the clock moves past the whole TTL (300 s) after the drain starts, as it does when
+    # earlier items run long: each item is admitted (its lease taken) when it is reached,
+    # not at the drain's start; before, the late item's lease was already past its TTL,
+    # its first heartbeat found it expired and the error killed the serve worker
     accept(session, "k4")
     accept(session, "k5")
     start = datetime.now(UTC)
-    times = iter([start] + [start + timedelta(seconds=150)] * 1000)
+    times = iter([start] + [start + timedelta(seconds=400)] * 1000)
     monkeypatch.setattr(session.options, "clock", lambda: lambda: next(times))
     runs = drain_in_session(session, "worker")
     assert [r.status for r in runs] == ["completed", "completed"]
-    renewed = [e for e in session.log.read() if e.kind == Kind.LEASE_RENEWED]
-    leases = [r.admission["lease"]["lease_id"] for r in runs]
-    assert [e.payload["lease_id"] for e in renewed] == leases
+    log = list(session.log.read())
+    assert not [e for e in log if e.kind == Kind.LEASE_EXPIRED]
+    # fresh at admission: no renewal before the workflow starts (one write fewer)
+    assert not [e for e in log if e.kind == Kind.LEASE_RENEWED]
+    late = format_time(start + timedelta(seconds=400))
+    assert [r.admission["lease"]["acquired_at"] for r in runs] == [late, late]

@@ -29,6 +29,7 @@ from charter.runtime import (
     ReceiptStatus,
     RouteContext,
     RunReceipt,
+    UnknownRunError,
     WorkItem,
     adopt_handoff_policy,
     dispatch_handoff,
@@ -309,7 +310,13 @@ def execute_admitted(
         receipt_policy=persona.receipt_policy.value,
     )
     if not (running and _lease_fresh(admission, clock(), runtime.spec(name).lease_ttl_seconds)):
-        runtime.heartbeat(name, run_id, at=clock())
+        try:
+            runtime.heartbeat(name, run_id, at=clock())
+        except UnknownRunError as exc:
+            # expired before it started (another process recovered it): the run is failed
+            # by the recovery rule already; nothing ran, nothing to finish
+            result.status, result.error = "failed", f"lease lost before the run started: {exc}"
+            return result
     result.persona_runtime.append(runtime_snapshot(session, name, clock(), "started"))
 
     arm = select_arm(
@@ -874,23 +881,25 @@ class ResumeResult:
 
 def resume_in_session(session: Session, name: str) -> ResumeResult:
     """Resume a paused persona and run each queued item's workflow as it is drained."""
-    at = session.options.clock()()
+    clock = session.options.clock()
+    at = clock()
     runs: list[RunResult] = []
-    execute = _queue_executor(session, name, at, runs)
-    control = session.runtime.resume(name, at=at, execute=execute)
+    execute = _queue_executor(session, name, clock, runs)
+    control = session.runtime.resume(name, at=at, execute=execute, clock=clock)
     return ResumeResult(control.to_dict(), runs)
 
 
 def drain_in_session(session: Session, name: str) -> list[RunResult]:
     """Run the work queued at ``max_concurrency`` while leases are free (FIFO)."""
     runs: list[RunResult] = []
-    at = session.options.clock()()
-    session.runtime.drain(name, at=at, execute=_queue_executor(session, name, at, runs))
+    clock = session.options.clock()
+    execute = _queue_executor(session, name, clock, runs)
+    session.runtime.drain(name, at=clock(), execute=execute, clock=clock)
     return runs
 
 
 def _queue_executor(
-    session: Session, name: str, at: datetime, runs: list[RunResult]
+    session: Session, name: str, clock: Callable[[], datetime], runs: list[RunResult]
 ) -> Callable[[RunReceipt, dict[str, Any]], RunReceipt]:
     """Run a drained queue item's entry workflow, collecting its result in ``runs``."""
     persona = session.persona(name)
@@ -910,7 +919,7 @@ def _queue_executor(
         envelope = TriggerEnvelope(
             "queue",
             receipt.work_key or item["work_key"],
-            format_time(at),
+            format_time(clock()),
             item.get("provider"),
             item.get("kind"),
             dict(item.get("metadata") or {}),

@@ -863,6 +863,7 @@ class PersonaRuntime:
         *,
         at: datetime,
         execute: Callable[[RunReceipt, dict[str, Any]], RunReceipt] | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> ControlReceipt:
         """Set the persona back to idle and drain its queue once, in arrival order.
 
@@ -873,7 +874,9 @@ class PersonaRuntime:
         With ``execute``, each admitted item is held (receipt ``started``) and
         ``execute(receipt, queued_item)`` runs it (and must finish it) before the next
         item is offered; its returned receipt is reported. ``charter.run`` uses this to
-        run the entry workflow for drained work.
+        run the entry workflow for drained work. ``clock``: each item is admitted at its
+        own time (``clock()``), not at ``at``: a lease taken at the drain's start would be
+        past its TTL by the time a later item runs after its predecessors.
         """
         start = self._control(name, "resume", at, self._resume_body(name))
         if start.lifecycle != "draining":
@@ -886,7 +889,7 @@ class PersonaRuntime:
             def drain(batch: Batch, queued: dict[str, Any] = queued) -> RunReceipt | None:
                 return self._drain_one(batch, name, queued, hold=execute is not None)
 
-            receipt = self.transact(at, drain, persona=name)
+            receipt = self.transact(clock() if clock is not None else at, drain, persona=name)
             if receipt is None:
                 break
             if execute is not None and receipt.status is ReceiptStatus.STARTED:
@@ -899,7 +902,7 @@ class PersonaRuntime:
                 batch.emit(name, Kind.DRAIN_COMPLETED, {"drained": len(drained)})
             return [e.event_id for e in batch.events]
 
-        event_ids.extend(self.transact(at, finish, persona=name))
+        event_ids.extend(self.transact(clock() if clock is not None else at, finish, persona=name))
         state = self.state(name)
         return ControlReceipt(
             name,
@@ -933,6 +936,7 @@ class PersonaRuntime:
         at: datetime,
         execute: Callable[[RunReceipt, dict[str, Any]], RunReceipt] | None = None,
         limit: int | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> list[RunReceipt]:
         """Admit work queued at ``max_concurrency``, oldest first, while leases are free.
 
@@ -940,11 +944,14 @@ class PersonaRuntime:
         first). The drain stops at the first item that cannot start (capacity still
         full, budget refused): that item keeps its place at the head of the queue.
         ``execute`` works as in :meth:`resume`. A paused or disabled persona is not
-        drained here (``resume`` drains a paused persona's queue).
+        drained here (``resume`` drains a paused persona's queue). ``clock`` as in
+        :meth:`resume`: each item admitted at its own time.
         """
         self.spec(name)
         done: list[RunReceipt] = []
         while limit is None or len(done) < limit:
+            if clock is not None:
+                at = clock()
             if self._nothing_to_drain(name, ensure_utc(at)):
                 break  # a read said so: no write transaction (and no lock) for nothing
             head: list[dict[str, Any]] = []
