@@ -438,6 +438,11 @@ def test_a_host_cut_off_inside_a_write_does_not_stall_the_fleet(
     assert not stalled, "a write on another host waited for the cut-off host's transaction"
     assert wrote and wrote[0] < 15
     # the server ended the cut-off session: its write fails when the link comes back
-    assert out.strip() == "failed: IdleInTransactionSessionTimeout", out
+    # (IdleInTransactionSessionTimeout, or OperationalError when the end arrives in a
+    # pipelined write: the client sees the connection closed either way)
+    assert out.strip() in (
+        "failed: IdleInTransactionSessionTimeout",
+        "failed: OperationalError",
+    ), out
     kinds = [k for k, _ in _log(pg_url)]
     assert kinds == ["test.elsewhere"]  # the cut-off write never committed

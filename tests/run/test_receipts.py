@@ -118,7 +118,7 @@ class RecoveredElsewhere(SqliteEventLog):
         self.recovered = False
 
     @contextmanager
-    def write(self) -> Iterator[LogTransaction]:
+    def write(self, **kwargs: Any) -> Iterator[LogTransaction]:
         if not self.recovered and (self.pack / "started").exists():
             self.recovered = True
             other = open_session(RunOptions(manifest=self.pack, state_dir=self.pack / "state"))
@@ -127,7 +127,7 @@ class RecoveredElsewhere(SqliteEventLog):
                 assert other.runtime.expire_leases("actor", at=later)
             finally:
                 other.close()
-        with super().write() as txn:
+        with super().write(**kwargs) as txn:
             yield txn
 
 
