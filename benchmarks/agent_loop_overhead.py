@@ -170,7 +170,7 @@ def breakdown(iterations: int) -> None:
         (dispatch.Dispatcher, "dispatch", "dispatch", 0),
         (dispatch, "decide_current", "policy decision", 1),
         (policy_paths, "realpath", "path resolution (syscalls)", 2),
-        (dispatch.Dispatcher, "_execute", "tool handler", 1),
+        (dispatch.Dispatcher, "_call", "tool handler", 1),
         (loop._Run, "record_outcomes", "recording outcomes and audit events", 0),
     ]
     for owner, name, label, _ in stages:

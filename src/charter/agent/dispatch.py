@@ -142,6 +142,8 @@ class Dispatcher:
         self.decisions = 0
         executor: Executor = self._execute
         executor = tool_caller(executor) if tool_caller else executor
+        # without middleware the handler is called in place (one coroutine less per call)
+        self._direct = not tool_caller and not gates
         # loop gates (approvals) wrap outermost: they decide before any host middleware runs
         for gate in gates:
             executor = gate(executor)
@@ -236,7 +238,7 @@ class Dispatcher:
         for attempt in range(self.tool_retries + 1):
             attempts = attempt + 1
             try:
-                value = self.executor(call)
+                value = self._call(call) if self._direct else self.executor(call)
                 if _awaitable(value):
                     value = await value
                 status, error = _status_of(value)
@@ -266,16 +268,20 @@ class Dispatcher:
 
     async def _execute(self, call: ToolCall) -> Any:
         """The base executor: run the handler of an allowed call."""
-        tool = self.registry[call.name]
-        kwargs = dict(call.arguments)
-        if tool.is_async:
-            return await tool.handler(**kwargs)
-        if self.max_concurrent > 1:
-            return await asyncio.to_thread(tool.handler, **kwargs)
-        result = tool.handler(**kwargs)
+        result = self._call(call)
         if _awaitable(result):
             result = await result
         return result
+
+    def _call(self, call: ToolCall) -> Any:
+        """Call the handler: its value, or an awaitable of it (async handlers, threads)."""
+        tool = self.registry[call.name]
+        kwargs = dict(call.arguments)
+        if tool.is_async:
+            return tool.handler(**kwargs)
+        if self.max_concurrent > 1:
+            return asyncio.to_thread(tool.handler, **kwargs)
+        return tool.handler(**kwargs)
 
 
 #: Result types that are never awaitable: a handler's usual answers skip the ABC check.

@@ -119,30 +119,44 @@ class ToolCall:
 
     def __post_init__(self) -> None:
         ann = self.annotations
-        name = canonical_name(self.name)
-        server = canonical_name(ann.mcp_server) if ann.mcp_server else None
-        if server:
-            prefix = server + "__"
-            if not name.startswith(prefix):
-                name = prefix + name
+        # a tool's calls share its name and annotations: derive the fields once per pair
+        hit = _DERIVED.get((self.name, id(ann)))
+        if hit is not None and hit[0] is ann:  # the entry holds ``ann``: the id is its own
+            name, server, level, has_subjects = hit[1]
         else:
-            head, sep, _ = name.partition("__")
-            server = head if sep and head else None
+            name, server, level, has_subjects = _derive(self.name, ann)
+            if len(_DERIVED) >= 4096:
+                _DERIVED.clear()
+            _DERIVED[(self.name, id(ann))] = (ann, (name, server, level, has_subjects))
         setattr_ = object.__setattr__
         setattr_(self, "name", name)
         setattr_(self, "mcp_server", server)
-        setattr_(self, "level", int(ann.effective_level))
-        setattr_(
-            self,
-            "has_subjects",
-            bool(
-                ann.path_args
-                or ann.read_path_args
-                or ann.write_path_args
-                or ann.command_args
-                or ann.url_args
-                or ann.skill_args
-                or ann.member_args
-                or ann.capabilities
-            ),
-        )
+        setattr_(self, "level", level)
+        setattr_(self, "has_subjects", has_subjects)
+
+
+def _derive(raw: str, ann: ToolAnnotations) -> tuple[str, str | None, int, bool]:
+    """``(canonical name, MCP server, level, has subjects)`` of a call to ``raw``."""
+    name = canonical_name(raw)
+    server = canonical_name(ann.mcp_server) if ann.mcp_server else None
+    if server:
+        prefix = server + "__"
+        if not name.startswith(prefix):
+            name = prefix + name
+    else:
+        head, sep, _ = name.partition("__")
+        server = head if sep and head else None
+    has_subjects = bool(
+        ann.path_args
+        or ann.read_path_args
+        or ann.write_path_args
+        or ann.command_args
+        or ann.url_args
+        or ann.skill_args
+        or ann.member_args
+        or ann.capabilities
+    )
+    return name, server, int(ann.effective_level), has_subjects
+
+
+_DERIVED: dict[tuple[str, int], tuple[ToolAnnotations, tuple[str, str | None, int, bool]]] = {}

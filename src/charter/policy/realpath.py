@@ -5,16 +5,18 @@ would keep following a symlink the agent has since swapped), so the resolver is 
 hot path of each tool call. ``os.path.realpath`` is pure Python and ``lstat``\\ s every
 component. On Linux this module asks the kernel instead: it opens the path with
 ``O_PATH`` (following symlinks, reading nothing) and reads the descriptor's path back from
-``/proc/self/fd``; when a tail of the path does not exist yet, it does the same for the
-longest existing prefix and ``lstat``\\ s the first missing component.
+``/proc/self/fd``. When the path cannot be reached (a tail that does not exist yet), it
+does the same for the longest prefix that can, and checks that the next entry below it
+does not exist even as a link; ``realpath`` keeps everything from there on as written.
 
 The kernel's answer is used only when it equals the path written without ``.`` and
 empty components, that is when no symlink was followed: then ``os.path.realpath`` would
 return exactly that string too. Everything else (a symlink anywhere on the way, ``..``,
-a dangling link, a loop, a non-directory in the middle, a missing ``/proc``, a platform
-without ``O_PATH``, any error) is answered by ``os.path.realpath`` itself, so the result
-is always the reference's (``tests/policy/test_realpath.py`` checks this over random
-trees of symlinks).
+a dangling link, a loop, a missing ``/proc``, a platform without ``O_PATH``, any error)
+is answered by ``os.path.realpath`` itself, so the result is always the reference's
+(``tests/policy/test_realpath.py`` checks this over random trees of symlinks). Probes use
+``access``, which answers without raising: an exception per call costs more than the
+system call it reports.
 """
 
 from __future__ import annotations
@@ -59,17 +61,17 @@ def realpath(path: str) -> str:
     if ".." in parts:  # realpath folds ``..`` after resolving what precedes it
         return os.path.realpath(path)
     plain = "/" + "/".join(parts)
+    if not _exists(plain):  # asked without an exception: a raised one costs more (cold)
+        return _missing_tail(path, plain, parts)
     try:
         real = _kernel_path(plain)
-    except FileNotFoundError:
-        return _missing_tail(path, plain, parts)
     except (OSError, ValueError):
         return os.path.realpath(path)
     return plain if real == plain else os.path.realpath(path)
 
 
 def _missing_tail(path: str, plain: str, parts: list[str]) -> str:
-    """``plain`` (absolute, no ``.``/``..``) does not exist: find what does."""
+    """``plain`` (absolute, no ``.``/``..``) cannot be reached: find what can."""
     # the longest prefix that exists (``access`` raises nothing, so a miss is cheap); the
     # kernel's name for it and a look below it decide, so a wrong guess here can only send
     # the path to the fallback
