@@ -80,7 +80,11 @@ def with_retry(
             for attempt in range(attempts):
                 turn = dict(call.get("turn") or {})
                 turn["attempt"] = attempt + 1
-                result = await call_caller(inner, {**call, "turn": turn})
+                # ``call_caller`` inlined: this wraps every turn of a default loop
+                reply = inner({**call, "turn": turn})
+                if inspect.isawaitable(reply):
+                    reply = await reply
+                result = checked_reply(reply)
                 err = result.get("error")
                 if result["ok"] or not (isinstance(err, ProviderError) and err.retryable):
                     return result
