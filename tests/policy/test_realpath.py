@@ -9,6 +9,7 @@ resolution names.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -82,15 +83,20 @@ def _build(root: str, entries: list[tuple[str, str, str]]) -> None:
 
 @pytest.mark.skipif(not fast.ENABLED, reason="no O_PATH or /proc/self/fd on this platform")
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(entries=trees(), paths=queries, access_at=st.booleans())
+@given(entries=trees(), paths=queries, probe=st.sampled_from(["access", "stat", "refused", "liar"]))
 def test_matches_os_realpath(
-    entries: list[tuple[str, str, str]], paths: list[Any], access_at: bool
+    entries: list[tuple[str, str, str]], paths: list[Any], probe: str
 ) -> None:
     root = tempfile.mkdtemp(prefix="charter-realpath-")
     try:
         _build(root, entries)
-        # both ways of probing entries: ``access`` relative to a directory, and ``lstat``
-        with mock.patch.object(fast, "_ACCESS_AT", access_at and fast._ACCESS_AT):
+        with contextlib.ExitStack() as stack:
+            if probe == "stat":  # no effective-ids ``access`` on this platform
+                stack.enter_context(mock.patch.object(fast, "_ACCESS_EFFECTIVE", False))
+            elif probe == "refused":  # a seccomp filter refusing ``access``: only slower
+                stack.enter_context(mock.patch.object(fast, "_exists", lambda path: False))
+            elif probe == "liar":  # a guess that is always wrong the other way
+                stack.enter_context(mock.patch.object(fast, "_exists", lambda path: True))
             for components, trailing in paths:
                 query = root + "/" + "/".join(components) + ("/" if trailing else "")
                 assert fast.realpath(query) == os.path.realpath(query), query

@@ -14,9 +14,9 @@ empty components, that is when no symlink was followed: then ``os.path.realpath`
 return exactly that string too. Everything else (a symlink anywhere on the way, ``..``,
 a dangling link, a loop, a missing ``/proc``, a platform without ``O_PATH``, any error)
 is answered by ``os.path.realpath`` itself, so the result is always the reference's
-(``tests/policy/test_realpath.py`` checks this over random trees of symlinks). Probes use
-``access``, which answers without raising: an exception per call costs more than the
-system call it reports.
+(``tests/policy/test_realpath.py`` checks this over random trees of symlinks). Where a
+probe only guesses (does this prefix exist?), it uses ``access``, which answers without
+raising: an exception per call costs more than the system call it reports.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _kernel_path(path: str) -> str | None:
 
 
 def _works() -> bool:
-    if not _O_PATH:
+    if not _O_PATH or os.stat not in os.supports_dir_fd:
         return False
     try:
         return _kernel_path("/") == "/"
@@ -72,54 +72,50 @@ def realpath(path: str) -> str:
 
 def _missing_tail(path: str, plain: str, parts: list[str]) -> str:
     """``plain`` (absolute, no ``.``/``..``) cannot be reached: find what can."""
-    # the longest prefix that exists (``access`` raises nothing, so a miss is cheap); the
-    # kernel's name for it and a look below it decide, so a wrong guess here can only send
-    # the path to the fallback
+    # the longest prefix that exists: ``access`` raises nothing, so a miss is cheap, and it
+    # is only a guess (the kernel's name for the prefix and an ``lstat`` below it decide;
+    # a wrong guess, even from an ``access`` a seccomp filter refuses, can only send the
+    # path to the fallback)
     depth = len(parts) - 1
-    while depth and not _exists("/" + "/".join(parts[:depth])):
+    while depth > 0 and not _exists("/" + "/".join(parts[:depth])):
         depth -= 1
+    if depth < 0:
+        return os.path.realpath(path)
     prefix = "/" + "/".join(parts[:depth])
     try:
         fd = os.open(prefix, _FLAGS)
     except (OSError, ValueError):
         return os.path.realpath(path)
     try:
+        try:
+            real = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return os.path.realpath(path)
+        if real != prefix:
+            return os.path.realpath(path)
         # the entry below the prefix must be absent even as a link (a dangling link fails
-        # to open like a missing file, and realpath follows it). realpath takes an entry it
-        # cannot lstat for a non-link, and every entry below it too: the rest stays as is
-        if os.readlink(f"/proc/self/fd/{fd}") == prefix and not _entry_exists(parts[depth], fd):
+        # to open like a missing file, and realpath follows it). ``lstat`` is realpath's
+        # own test: an entry it cannot lstat counts as no link, and so does every entry
+        # below it, so the rest stays as written
+        try:
+            os.lstat(parts[depth], dir_fd=fd)
+        except OSError:
             return plain
-    except (OSError, ValueError):
-        pass
+        except ValueError:
+            pass
     finally:
         os.close(fd)
-    return os.path.realpath(path)
+    return os.path.realpath(path)  # it exists after all: a dangling link, or a race
 
 
-# ``access`` answers without raising; with the effective ids it fails exactly where ``lstat``
-# does (``realpath``'s test), and relative to the verified directory it re-walks nothing.
-_ACCESS_AT = (
-    os.access in os.supports_dir_fd
-    and os.access in os.supports_follow_symlinks
-    and os.access in os.supports_effective_ids
-)
+_ACCESS_EFFECTIVE = os.access in os.supports_effective_ids
 
 
 def _exists(path: str) -> bool:
-    if _ACCESS_AT:
+    """A guess (see :func:`_missing_tail`): whether ``path`` can be reached."""
+    if _ACCESS_EFFECTIVE:
         return os.access(path, os.F_OK, effective_ids=True)
     return os.path.exists(path)
-
-
-def _entry_exists(name: str, dir_fd: int) -> bool:
-    """Whether ``name`` in ``dir_fd`` exists as an entry (a link counts, not followed)."""
-    if _ACCESS_AT:
-        return os.access(name, os.F_OK, dir_fd=dir_fd, effective_ids=True, follow_symlinks=False)
-    try:
-        os.lstat(name, dir_fd=dir_fd)
-    except OSError:
-        return False
-    return True
 
 
 __all__ = ["ENABLED", "realpath"]
