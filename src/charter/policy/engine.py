@@ -94,7 +94,7 @@ def _memo_key(call: ToolCall, frames: Sequence[Frame], subjects: _Subjects) -> A
         return None  # the frame loop raises it again, naming the frame that checks it
     if not paths:
         return None
-    targets = tuple((resolved, access) for _, resolved, access, _ in paths)
+    targets = tuple([(path[1], path[2]) for path in paths])  # (resolved, access)
     return (id(frames), id(ann), subjects.context, call.name, call.mcp_server, targets)
 
 
