@@ -7,7 +7,9 @@ webhook is a run of a workflow making one tool call under the persona's policy. 
 admissions per second (202s over the posting time), p50/p99 webhook-to-admission (the 202
 latency: recorded in the log before it answers), p50/p99 webhook-to-completed (the run's
 ``persona.run.completed`` time minus the post time), completed runs per second and events
-per second written to the log.
+per second written to the log; on PostgreSQL also the write transactions per second that
+appended events (the log's lock admits one at a time) and webhooks per accept transaction
+(group commit), both counted from the rows' ``xmin``.
 
     python benchmarks/runtime_fleet.py [--webhooks 200] [--rate 100] [--baseline DIR]
         [--only postgresql-4]
@@ -34,7 +36,10 @@ import uuid
 from datetime import datetime
 from pathlib import Path
 
+import psycopg
+
 from charter.runtime import PostgresEventLog, open_event_log
+from charter.runtime.postgres_log import split_state_url
 from runtime_common import PG_BASE
 
 SECRET = "bench"
@@ -88,6 +93,19 @@ def post(base: str, ident: str) -> float:
     with urllib.request.urlopen(request, timeout=30) as response:
         assert response.status == 202
     return time.perf_counter() - started
+
+
+def write_transactions(url: str) -> tuple[int, int]:
+    """Write transactions that appended events, and those that accepted webhooks (each
+    row's ``xmin`` is the transaction that wrote it)."""
+    conninfo, schema = split_state_url(url)
+    with psycopg.connect(conninfo) as conn:
+        row = conn.execute(
+            f"SELECT count(DISTINCT xmin::text), count(DISTINCT xmin::text) FILTER "
+            f"(WHERE kind = 'persona.work.queued') FROM {schema}.events"
+        ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
 
 
 def pct(values: list[float], q: float) -> float:
@@ -144,6 +162,9 @@ def run_case(
                         break
                     time.sleep(0.2)
                 events = sum(1 for _ in log.iter_all())
+                txns = accepts = 0
+                if location.startswith("postgresql"):
+                    txns, accepts = write_transactions(location)
             finally:
                 log.close()
         finally:
@@ -154,9 +175,12 @@ def run_case(
     finished = [datetime.timestamp(e.occurred_at) for e in done.values()]
     latency = [datetime.timestamp(e.occurred_at) - posted[k] for k, e in done.items()]
     span = max(finished) - begin
+    per_txn = f"{txns / span:7.1f}" if txns else "      -"
+    per_accept = f"{n / accepts:9.1f}" if accepts else "        -"
     print(
         f"{label:29s} {n / posted_for:8.1f} {pct(admission, 0.5):8.1f} {pct(admission, 0.99):8.1f} "
-        f"{pct(latency, 0.5):9.1f} {pct(latency, 0.99):9.1f} {n / span:9.1f} {events / span:9.1f}"
+        f"{pct(latency, 0.5):9.1f} {pct(latency, 0.99):9.1f} {n / span:9.1f} {events / span:9.1f} "
+        f"{per_txn} {per_accept}"
     )
 
 
@@ -176,7 +200,8 @@ def main() -> None:
         codes = [("before ", str(Path(args.baseline).resolve())), ("after ", None)]
     print(f"{args.webhooks} webhooks at {args.rate:g}/s, serve --workers 2 per replica")
     print(f"{'case':29s} {'adm/s':>8s} {'adm p50':>8s} {'adm p99':>8s} {'done p50':>9s} "
-          f"{'done p99':>9s} {'runs/s':>9s} {'events/s':>9s}   (ms)")  # fmt: skip
+          f"{'done p99':>9s} {'runs/s':>9s} {'events/s':>9s} {'txns/s':>7s} "
+          f"{'hooks/txn':>9s}   (ms)")  # fmt: skip
     cases = [("sqlite", 1), ("postgresql", 1), ("postgresql", 2), ("postgresql", 4)]
     for backend, replicas in cases:
         if args.only and f"{backend}-{replicas}" not in args.only:
