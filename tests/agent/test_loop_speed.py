@@ -5,9 +5,18 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
+from typing import Any
 
 import pytest
 
+from charter.agent import (
+    LlmRequest,
+    LlmResponse,
+    MockProvider,
+    agent_loop,
+    default_llm_caller,
+    with_retry,
+)
 from charter.agent.sync import run_sync
 
 
@@ -63,3 +72,63 @@ def test_audit_event_is_the_outcome_dict() -> None:
         assert list(event) == list(expected)
     denied = ToolOutcome("c2", "bash", {}, "permission_denied", {}, "{}", "no")
     assert denied.audit_event(1) == {"type": "tool_call_audit", "iteration": 1, **denied.to_dict()}
+
+
+class _Raising(MockProvider):
+    """A provider whose scripted ``"raise"`` turn raises a plain exception."""
+
+    async def complete(self, request: LlmRequest) -> LlmResponse:
+        if self.turns[self._index] == "raise":
+            self._index += 1
+            raise RuntimeError("socket closed")
+        return await super().complete(request)
+
+
+def _err(category: str, retryable: bool | None = None) -> dict[str, Any]:
+    return {"error": {"category": category, "message": category, "retryable": retryable}}
+
+
+@pytest.mark.parametrize(
+    ("script", "retries"),
+    [
+        ([_err("server"), _err("server"), "ok"], 2),
+        ([_err("server"), _err("server"), _err("server"), "ok"], 2),
+        ([_err("server"), _err("server"), _err("server"), "ok"], 3),
+        ([_err("server"), "ok"], 0),
+        ([_err("rate_limit", retryable=False), "ok"], 3),
+        (["raise", "ok"], 2),
+        ([_err("server"), "raise", "ok"], 2),
+    ],
+)
+def test_model_calls_without_llm_caller_match_the_caller_chain(
+    script: list[Any], retries: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without an ``llm_caller`` the loop calls the provider directly; it must reply, retry
+    and back off exactly as ``with_retry(default_llm_caller(provider))`` does."""
+    chain_sleeps: list[float] = []
+    direct_sleeps: list[float] = []
+
+    async def record_chain(seconds: float) -> None:
+        chain_sleeps.append(seconds)
+
+    async def record_direct(seconds: float) -> None:
+        direct_sleeps.append(seconds)
+
+    chained = _Raising(list(script))
+    caller = with_retry(max_attempts=retries + 1, base_ms=7, sleep=record_chain)(
+        default_llm_caller(chained)
+    )
+    via_chain = agent_loop("x", provider=chained, llm_caller=caller, session_id="s")
+
+    monkeypatch.setattr(asyncio, "sleep", record_direct)
+    direct = _Raising(list(script))
+    via_direct = agent_loop(
+        "x", provider=direct, llm_retries=retries, llm_backoff_ms=7, session_id="s"
+    )
+    monkeypatch.undo()
+
+    assert via_direct.status == via_chain.status
+    assert via_direct.error == via_chain.error
+    assert via_direct.visible_text == via_chain.visible_text
+    assert len(direct.requests) == len(chained.requests)
+    assert direct_sleeps == chain_sleeps

@@ -21,14 +21,14 @@ from charter.policy import (
     with_execution_policy,
 )
 
-from .callers import LlmCaller, default_llm_caller
+from .callers import LlmCaller
 from .completion import completion_gates
 from .delegation import delegate_tool
 from .dispatch import Dispatcher, ToolOutcome
 from .extensions import install_extensions
 from .hooks import CombinedHooks
 from .judges import JudgeConfig
-from .modelcall import call_model
+from .modelcall import ModelCalls
 from .options import (
     AgentOptionError,
     IterationBudget,
@@ -292,7 +292,7 @@ class _Run:
         self.extras: dict[str, Any] = {}
         self.next_llm_options: dict[str, Any] = {}
         self.next_model: str | None = None
-        self._caller: LlmCaller | None = None
+        self._model_calls: ModelCalls | None = None
         self.next_nudge: str | None = None
         self.sink = TranscriptSink(cfg.transcript_dir) if cfg.transcript_dir else None
         self.dispatcher: Dispatcher | None = None
@@ -459,25 +459,9 @@ class _Run:
     # -- the loop -------------------------------------------------------------------
 
     async def call_llm(self, request: LlmRequest, iteration: int) -> dict[str, Any]:
-        caller = self._caller
-        if caller is None:  # built once per run, not per turn
-            caller = self.cfg.llm_caller or default_llm_caller(self.provider)
-            if self.cfg.wrap_retries and self.cfg.llm_retries:
-                from .callers import with_retry
-
-                caller = with_retry(
-                    max_attempts=self.cfg.llm_retries + 1, base_ms=self.cfg.llm_backoff_ms
-                )(caller)
-            self._caller = caller
-        call = {
-            "prompt": self.prompt,
-            "system": request.system,
-            "opts": dict(request.options),
-            "turn": {"iteration": iteration, "session_id": self.cfg.session_id, "attempt": 1},
-            "request": request,
-            "provider": self.provider,
-        }
-        return await call_model(caller, call, request, self.provider)
+        if self._model_calls is None:  # built once per run, not per turn
+            self._model_calls = ModelCalls(self)
+        return await self._model_calls(request, iteration)
 
     async def run(self, all_tools: list[Tool]) -> AgentResult:
         cfg = self.cfg

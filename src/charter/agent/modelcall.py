@@ -1,43 +1,106 @@
-"""One model call of the loop: the ``llm_caller`` chain inside a ``chat`` span."""
+"""The loop's model calls: the ``llm_caller`` chain, or the provider itself, in a span.
+
+With no ``llm_caller`` the chain is charter's own (the provider, with the legacy
+``llm_retries`` applied as :func:`~charter.agent.callers.with_retry` applies them), so no
+user code ever sees the caller's ``call`` dict: the provider is then called directly,
+without building that dict or the middleware's copies of it on every turn. Replies,
+retries, back-off and errors are the same either way.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import types
+from collections.abc import Awaitable
 from typing import Any
 
 from . import telemetry
-from .callers import LlmCaller, call_caller, checked_reply
-from .providers import LlmRequest
+from .callers import LlmCaller, checked_reply, with_retry
+from .providers import LlmRequest, ProviderError
 
 
-async def call_model(
-    caller: LlmCaller, call: dict[str, Any], request: LlmRequest, provider: Any
+class ModelCalls:
+    """One run's model calls (built on its first call, like the caller chain it replaces)."""
+
+    def __init__(self, run: Any) -> None:
+        cfg = run.cfg
+        self.run = run
+        self.caller: LlmCaller | None = None
+        retries = cfg.llm_retries if cfg.wrap_retries else 0
+        if cfg.llm_caller is not None:
+            caller = cfg.llm_caller
+            if retries:
+                caller = with_retry(max_attempts=retries + 1, base_ms=cfg.llm_backoff_ms)(caller)
+            self.caller = caller
+        self.attempts = retries + 1 if retries else 1
+        self.base_ms = cfg.llm_backoff_ms
+        self.sleep = asyncio.sleep  # taken when built, as with_retry takes it
+
+    async def __call__(self, request: LlmRequest, iteration: int) -> dict[str, Any]:
+        """The reply ``{ok, value}`` or ``{ok: False, status, error}``; never raises."""
+        run = self.run
+        if self.caller is None:
+            reply = self._direct(request)
+        else:
+            call = {
+                "prompt": run.prompt,
+                "system": request.system,
+                "opts": dict(request.options),
+                "turn": {"iteration": iteration, "session_id": run.cfg.session_id, "attempt": 1},
+                "request": request,
+                "provider": run.provider,
+            }
+            reply = _reply(self.caller, call)
+        if telemetry.tracer() is None:  # no spans wanted: skip building their attributes
+            return await reply
+        return await _in_span(reply, request, run.provider, run.cfg.session_id)
+
+    async def _direct(self, request: LlmRequest) -> dict[str, Any]:
+        """``with_retry(default_llm_caller(provider))`` without the dicts between them."""
+        provider = self.run.provider
+        attempts = self.attempts
+        result: dict[str, Any] = {}
+        for attempt in range(attempts):
+            try:
+                value = await provider.complete(request)
+            except ProviderError as exc:
+                result = {"ok": False, "status": "provider_error", "error": exc}
+                if not exc.retryable:
+                    return result
+            except Exception as exc:  # a failure is a reply, not a crash
+                return {"ok": False, "status": "provider_error", "error": exc}
+            else:
+                return {"ok": True, "value": value}
+            if attempt + 1 < attempts:
+                await self.sleep(self.base_ms * (2**attempt) / 1000)
+        return result
+
+
+async def _reply(caller: LlmCaller, call: dict[str, Any]) -> dict[str, Any]:
+    try:
+        reply = caller(call)
+        if type(reply) is types.CoroutineType or inspect.isawaitable(reply):
+            reply = await reply
+        return checked_reply(reply)
+    except Exception as exc:
+        return {"ok": False, "status": "provider_error", "error": exc}
+
+
+async def _in_span(
+    reply: Awaitable[dict[str, Any]], request: LlmRequest, provider: Any, session_id: str
 ) -> dict[str, Any]:
-    """Run ``caller`` on ``call``; a failure becomes ``{ok: False}``, never an exception.
-
-    With a tracer the call is a GenAI ``chat`` span; without one (the common case) the
-    span's attributes are not even built.
-    """
-    if telemetry.tracer() is None:
-        # ``call_caller`` inlined: one coroutine less per turn
-        try:
-            reply = caller(call)
-            if type(reply) is types.CoroutineType or inspect.isawaitable(reply):
-                reply = await reply
-            return checked_reply(reply)
-        except Exception as exc:
-            return {"ok": False, "status": "provider_error", "error": exc}
+    """Await ``reply`` inside a GenAI ``chat`` span."""
     attributes = {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": getattr(provider, "name", None),
         "gen_ai.request.model": request.model,
-        "gen_ai.conversation.id": call["turn"]["session_id"],
+        "gen_ai.conversation.id": session_id,
     }
     with telemetry.span(f"chat {request.model or ''}".strip(), attributes) as current:
-        reply = await _reply(caller, call)
-        if reply.get("ok"):
-            response = reply["value"]
+        result = await reply
+        if result.get("ok"):
+            response = result["value"]
             telemetry.annotate(
                 current,
                 {
@@ -47,12 +110,5 @@ async def call_model(
                 },
             )
         else:
-            telemetry.error(current, str(reply.get("status") or "provider_error"))
-        return reply
-
-
-async def _reply(caller: LlmCaller, call: dict[str, Any]) -> dict[str, Any]:
-    try:
-        return await call_caller(caller, call)
-    except Exception as exc:
-        return {"ok": False, "status": "provider_error", "error": exc}
+            telemetry.error(current, str(result.get("status") or "provider_error"))
+        return result
