@@ -165,3 +165,27 @@ def test_decisions_follow_a_swapped_link(tmp_path: Any) -> None:
         assert denied.subject == os.path.realpath(outside / "f.txt")
         (ws / "link").unlink()
         (ws / "link").symlink_to(ws / "inside")
+
+
+def test_context_hash_survives_pickling_across_processes() -> None:
+    """PathContext caches its hash; one pickled elsewhere (another hash seed) must still
+    find its equal in a dict here (contexts key the matcher caches and memos)."""
+    import pickle
+    import subprocess
+    import sys
+
+    from charter.policy.paths import PathContext
+
+    code = (
+        "import pickle, sys\n"
+        "from charter.policy.paths import PathContext\n"
+        "sys.stdout.buffer.write(pickle.dumps(PathContext('/ws', '/home/u')))\n"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "4242"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, check=True
+    ).stdout
+    theirs = pickle.loads(out)
+    ours = PathContext("/ws", "/home/u")
+    assert theirs == ours and hash(theirs) == hash(ours)
+    assert {ours: "found"}[theirs] == "found"

@@ -53,6 +53,10 @@ class PathContext:
     def __hash__(self) -> int:
         return self._hash
 
+    def __reduce__(self) -> tuple[type[PathContext], tuple[str, str]]:
+        # string hashes differ between processes: an unpickled context hashes afresh
+        return (PathContext, (self.workspace, self.home))
+
     @classmethod
     def current(cls) -> PathContext:
         """The process's working directory and ``$HOME``."""
