@@ -27,8 +27,10 @@ import hmac
 import json
 import os
 import queue
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -402,6 +404,7 @@ class Server:
         self.ready = threading.Event()
         self.listening = threading.Event()
         self.worker_error: BaseException | None = None
+        self.job_errors = 0  # jobs that raised and were reported (GET /status)
         self.metrics = Metrics()  # /metrics of this server (admission latency observed here)
         probe = open_session(options)  # validate the manifest and the store up front
         self.manifest = probe.manifest
@@ -433,6 +436,7 @@ class Server:
             return {
                 "at": format_time(now),
                 "queued_jobs": self.jobs.qsize(),
+                "job_errors": self.job_errors,
                 "personas": {name: runtime.status(name, now=now).to_dict() for name in personas},
             }
         finally:
@@ -620,8 +624,21 @@ class Server:
                         continue
                     supervisor.take(job)
                 except Exception as exc:
-                    if first or not store_error(exc):
+                    if first:
                         raise
+                    if not store_error(exc):
+                        # one job failed unexpectedly (a bug, a persona's broken state): say
+                        # so and go on. Its work is in the log (still queued, or a lease the
+                        # recovery rule expires), so nothing is lost, and one bad job does
+                        # not take the replica and everything else it would run with it.
+                        self.job_failed(exc)
+                        if session is not None:
+                            with contextlib.suppress(Exception):
+                                session.close()
+                            session = None
+                        self.stopping.wait(delay)
+                        delay = min(delay * 2, BACKOFF_MAX)
+                        continue
                     # the database went away: nothing is lost (the work is in the log);
                     # reconnect with backoff, and say so once per outage, not per request
                     self.store_down(exc)
@@ -639,6 +656,16 @@ class Server:
             if session is not None:
                 with contextlib.suppress(Exception):
                     session.close()
+
+    def job_failed(self, exc: BaseException) -> None:
+        """Report a job that raised (the line, and the traceback on stderr)."""
+        with self._outage_lock:
+            self.job_errors += 1
+        self.log_line(
+            f"worker error ({type(exc).__name__}: {exc}); the job's work stays in the log, "
+            "the worker goes on"
+        )
+        traceback.print_exception(exc, file=sys.stderr)
 
     def store_down(self, exc: BaseException) -> None:
         with self._outage_lock:
