@@ -9,10 +9,11 @@ must start fast.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from charter._lazy import lazy_exports
 
 from .errors import LaunchError
 
@@ -46,11 +47,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'charter.launch' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"charter.launch.{module}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), cache=False)
 
 
 DEFAULT_TOOL_ENV = "CHARTER_LAUNCH_TOOL"

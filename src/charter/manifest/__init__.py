@@ -7,8 +7,9 @@ validates everything and never raises for bad input: each problem is a
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from charter._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .capabilities import DEFAULT_HOST_CAPABILITIES, CapabilitySurface
@@ -95,17 +96,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'charter.manifest' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"charter.manifest.{module}"), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -7,8 +7,9 @@ typed :class:`Decision` naming the frame, dimension and rule that decided.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from charter._lazy import lazy_exports
 
 # Eager: the function ``effective`` shares its name with its module, and a lazy name
 # would be shadowed by the submodule once anything imported charter.policy.effective.
@@ -94,17 +95,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'charter.policy' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"charter.policy.{module}"), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [

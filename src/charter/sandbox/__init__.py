@@ -23,8 +23,9 @@ the same effective policy:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from charter._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .availability import Availability, available, diagnostics, install_hint, landlock_abi
@@ -68,11 +69,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'charter.sandbox' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"charter.sandbox.{module}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), cache=False)
 
 
 __all__ = [
