@@ -24,6 +24,7 @@ from charter.run.leases import LeaseKeeper, LeaseLost
 from charter.runtime import ReceiptStatus
 
 from .conftest import charter_argv, envelope, events, executed, persona_cli, persona_toml
+from .test_crash_recovery import _run
 
 TTL = "runtime = { lease_ttl_seconds = 2, max_concurrency = 1 }"
 MERGE = {"tool": "github", "args": {"action": "merge", "pr": 5}, "stage": "act"}
@@ -43,17 +44,6 @@ def _wait_started(pack: Path, proc: subprocess.Popen[str]) -> None:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, "the workflow never started"
         time.sleep(0.02)
-
-
-def _run(pack: Path, payload: Path, *extra: str) -> dict[str, Any]:
-    proc = subprocess.run(
-        charter_argv("persona", "run", "actor", "--payload", str(payload), "--json",
-                     "--manifest", str(pack), "--state-dir", str(pack / "state"), *extra),
-        capture_output=True, text=True, check=False, timeout=120,
-    )  # fmt: skip
-    assert proc.returncode in (0, 1), proc.stderr
-    data: dict[str, Any] = json.loads(proc.stdout)
-    return data
 
 
 def _finish(proc: subprocess.Popen[str]) -> dict[str, Any]:
