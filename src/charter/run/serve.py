@@ -626,23 +626,17 @@ class Server:
                 except Exception as exc:
                     if first:
                         raise
-                    if not store_error(exc):
+                    if store_error(exc):
+                        # the database went away: nothing is lost (the work is in the log);
+                        # reconnect with backoff, and say so once per outage, not per request
+                        self.store_down(exc)
+                    else:
                         # one job failed unexpectedly (a bug, a persona's broken state): say
                         # so and go on. Its work is in the log (still queued, or a lease the
                         # recovery rule expires), so nothing is lost, and one bad job does
                         # not take the replica and everything else it would run with it.
                         self.job_failed(exc)
-                        if session is not None:
-                            with contextlib.suppress(Exception):
-                                session.close()
-                            session = None
-                        self.stopping.wait(delay)
-                        delay = min(delay * 2, BACKOFF_MAX)
-                        continue
-                    # the database went away: nothing is lost (the work is in the log);
-                    # reconnect with backoff, and say so once per outage, not per request
-                    self.store_down(exc)
-                    if session is not None:
+                    if session is not None:  # a fresh connection either way
                         with contextlib.suppress(Exception):
                             session.close()
                         session = None
