@@ -130,7 +130,7 @@ def breakdown(iterations: int) -> None:
     """Per-iteration time by loop stage: each stage is wrapped in a timer (about 0.2 us
     of wrapper each, so the stages add up to a little more than the plain run)."""
     import charter.policy.paths as policy_paths
-    from charter.agent import dispatch, hooks, loop
+    from charter.agent import dispatch, hooks, loop, modelcall
 
     spent: dict[str, float] = {}
     clock = time.perf_counter
@@ -164,7 +164,7 @@ def breakdown(iterations: int) -> None:
         (loop._Run, "visible_tools", "visible tools", 0),
         (loop._Run, "effective_system", "system prompt", 0),
         (loop._Run, "prompt_messages", "prompt messages", 0),
-        (loop._Run, "call_llm", "model call (caller chain)", 0),
+        (modelcall.ModelCalls, "_direct", "model call (retry loop)", 0),
         (MockProvider, "complete", "mock provider (also in the hand loop)", 1),
         (hooks.CombinedHooks, "before_dispatch", "hooks before dispatch", 0),
         (dispatch.Dispatcher, "dispatch", "dispatch", 0),

@@ -13,6 +13,7 @@ from typing import Any
 
 from charter.policy import (
     BUILTIN_TOOLS,
+    Decision,
     PathContext,
     ScopeViolation,
     ToolAnnotations,
@@ -148,6 +149,7 @@ class Dispatcher:
         for gate in gates:
             executor = gate(executor)
         self.executor: Executor = executor
+        self._templates: dict[str, tuple[str, Tool | None, ToolCall]] = {}
 
     def annotations_for(self, name: str) -> ToolAnnotations:
         tool = self.registry.get(canonical_name(name))
@@ -155,15 +157,42 @@ class Dispatcher:
             return tool.annotations
         return BUILTIN_TOOLS.get(canonical_name(name), ToolAnnotations())
 
+    def _call_for(self, name: str, args: dict[str, Any]) -> ToolCall:
+        """``ToolCall(name, args, self.annotations_for(name))``, from a per-name template.
+
+        A tool's calls differ only in their arguments: the name's canonical form, the
+        annotations and what the policy derives from them are looked up once per name
+        (and again if the registry's entry for it changed), not on every call."""
+        hit = self._templates.get(name)
+        if hit is None or self.registry.get(hit[0]) is not hit[1]:
+            canonical = canonical_name(name)
+            template = ToolCall(name, {}, self.annotations_for(name))
+            hit = (canonical, self.registry.get(canonical), template)
+            if len(self._templates) >= 256:
+                self._templates.clear()
+            self._templates[name] = hit
+        return hit[2].with_arguments(args)
+
     async def dispatch(self, calls: Sequence[ToolCallRequest]) -> list[ToolOutcome]:
         """Dispatch ``calls``; results come back in emitted order."""
         if self.max_concurrent <= 1 or len(calls) <= 1:
             out = []
             for call in calls:  # a plain loop: an async comprehension is one more coroutine
-                if telemetry.tracer() is None:
-                    out.append(await self._dispatch_one(call))
-                else:
+                if telemetry.tracer() is not None:
                     out.append(await self.dispatch_one(call))
+                    continue
+                # a synchronous handler's call completes here, without a coroutine of its own
+                started = time.perf_counter()
+                ready = self._decide(call, started)
+                if isinstance(ready, ToolOutcome):
+                    out.append(ready)
+                    continue
+                value, status, error, pending = self._attempt(ready[0])
+                if pending or (status == "error" and self.tool_retries):
+                    first = (value, status, error, pending)
+                    out.append(await self._attempts(call, started, ready, first))
+                else:
+                    out.append(self._outcome(call, started, ready, value, status, error, 1))
             return out
         gate = asyncio.Semaphore(self.max_concurrent)
 
@@ -191,13 +220,22 @@ class Dispatcher:
 
     async def _dispatch_one(self, req: ToolCallRequest) -> ToolOutcome:
         started = time.perf_counter()
+        ready = self._decide(req, started)
+        if isinstance(ready, ToolOutcome):
+            return ready
+        return await self._attempts(req, started, ready, None)
+
+    def _decide(
+        self, req: ToolCallRequest, started: float
+    ) -> ToolOutcome | tuple[ToolCall, Decision]:
+        """The policy's decision on ``req``: the allowed call, or the outcome that ends it."""
         args = dict(req.arguments)
         if req.parse_error is not None:
             bad: dict[str, Any] = {"status": "error", "error": req.parse_error}
             return ToolOutcome(
                 req.id, req.name or "<invalid>", args, "error", bad, render(bad), req.parse_error
             )
-        call = ToolCall(req.name, args, self.annotations_for(req.name))
+        call = self._call_for(req.name, args)
         t0 = time.perf_counter_ns()
         decision = decide_current(call, context=self.context)
         self.policy_ns += time.perf_counter_ns() - t0
@@ -232,30 +270,74 @@ class Dispatcher:
                 str(err["error"]),
                 decision.to_dict(),
             )
+        return call, decision
+
+    def _attempt(self, call: ToolCall) -> tuple[Any, str, str | None, bool]:
+        """An attempt's synchronous part: ``(value, status, error, pending)``; when
+        ``pending``, ``value`` is the handler's awaitable, still to be awaited."""
+        try:
+            value = self._call(call) if self._direct else self.executor(call)
+            if _awaitable(value):
+                return value, "error", None, True
+            status, error = _status_of(value)
+        except Exception as exc:  # a handler error is an observation, not a crash
+            if isinstance(exc, ScopeViolation):
+                raise
+            value = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+            status, error = "error", str(value["error"])
+        return value, status, error, False
+
+    async def _attempts(
+        self,
+        req: ToolCallRequest,
+        started: float,
+        ready: tuple[ToolCall, Decision],
+        first: tuple[Any, str, str | None, bool] | None,
+    ) -> ToolOutcome:
+        """Run the allowed call with its retries (``first``: what attempt 1's synchronous
+        part gave, when it already ran; its value is still to be awaited when pending)."""
+        call = ready[0]
         value: Any = None
-        status, error = "error", None
+        status: str = "error"
+        error: str | None = None
         attempts = 0
         for attempt in range(self.tool_retries + 1):
             attempts = attempt + 1
-            try:
-                value = self._call(call) if self._direct else self.executor(call)
-                if _awaitable(value):
+            if attempt or first is None:
+                value, status, error, pending = self._attempt(call)
+            else:
+                value, status, error, pending = first
+            if pending:
+                try:
                     value = await value
-                status, error = _status_of(value)
-            except Exception as exc:  # a handler error is an observation, not a crash
-                if isinstance(exc, ScopeViolation):
-                    raise
-                value = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
-                status, error = "error", str(value["error"])
+                    status, error = _status_of(value)
+                except Exception as exc:  # a handler error is an observation, not a crash
+                    if isinstance(exc, ScopeViolation):
+                        raise
+                    value = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+                    status, error = "error", str(value["error"])
             if status != "error" or attempt == self.tool_retries:
                 break
             if self.tool_backoff_ms:
                 await self._sleep(self.tool_backoff_ms * (2**attempt) / 1000)
+        return self._outcome(req, started, ready, value, status, error, attempts)
+
+    def _outcome(
+        self,
+        req: ToolCallRequest,
+        started: float,
+        ready: tuple[ToolCall, Decision],
+        value: Any,
+        status: str,
+        error: str | None,
+        attempts: int,
+    ) -> ToolOutcome:
+        call, decision = ready
         audit = value.get("audit", {}) if isinstance(value, dict) else {}
         return ToolOutcome(
             req.id,
             call.name,
-            args,
+            call.arguments,  # type: ignore[arg-type]  # the dict _decide made
             status,
             value,
             render(value),

@@ -51,6 +51,9 @@ class CombinedHooks(LoopHook):
 
     def __init__(self, hooks: Sequence[LoopHook] = ()) -> None:
         self.hooks = list(hooks)
+        self._seen: list[LoopHook] | None = None
+        self._model_call: list[LoopHook] = []
+        self._dispatch: list[LoopHook] = []
 
     def add(self, hook: LoopHook) -> None:
         self.hooks.append(hook)
@@ -60,22 +63,27 @@ class CombinedHooks(LoopHook):
             await hook.on_start(run, stack)
 
     # The two per-turn points skip hooks that kept the no-op (most do): an awaited
-    # coroutine per hook per turn is measurable in a long loop.
+    # coroutine per hook per turn is measurable in a long loop. Which hooks those are is
+    # worked out again only when the list of hooks changed.
+
+    def _per_turn(self) -> None:
+        if self._seen == self.hooks:  # element by element, by identity first: cheap
+            return
+        self._seen = list(self.hooks)
+        self._model_call = [h for h in self.hooks if _overrides(h, "before_model_call")]
+        self._dispatch = [h for h in self.hooks if _overrides(h, "before_dispatch")]
 
     async def before_model_call(self, run: Any, iteration: int) -> None:
-        for hook in self.hooks:
-            method = hook.before_model_call
-            if getattr(method, "__func__", None) is not _NOOP_MODEL_CALL:
-                await method(run, iteration)
+        self._per_turn()
+        for hook in self._model_call:
+            await hook.before_model_call(run, iteration)
 
     async def before_dispatch(
         self, run: Any, iteration: int, text: str, calls: list[Any]
     ) -> dict[str, Any] | None:
-        for hook in self.hooks:
-            method = hook.before_dispatch
-            if getattr(method, "__func__", None) is _NOOP_DISPATCH:
-                continue
-            directive = await method(run, iteration, text, calls)
+        self._per_turn()
+        for hook in self._dispatch:
+            directive = await hook.before_dispatch(run, iteration, text, calls)
             if directive is not None:
                 return directive  # the first objection decides
         return None
@@ -92,5 +100,9 @@ class CombinedHooks(LoopHook):
             hook.on_finish(run)
 
 
-_NOOP_MODEL_CALL = LoopHook.before_model_call
-_NOOP_DISPATCH = LoopHook.before_dispatch
+def _overrides(hook: LoopHook, point: str) -> bool:
+    """Whether ``hook`` does something at ``point`` (its class or the instance replaced
+    :class:`LoopHook`'s no-op)."""
+    if point in getattr(hook, "__dict__", {}):
+        return True
+    return getattr(type(hook), point, None) is not getattr(LoopHook, point)

@@ -8,19 +8,18 @@ import os
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from charter.policy import (
     AgentScope,
     Policy,
-    current_stack,
-    decide_current_resource,
     make_context,
     with_execution_policy,
 )
 
+from . import surface
 from .callers import LlmCaller
 from .completion import completion_gates
 from .delegation import delegate_tool
@@ -50,7 +49,6 @@ from .textmode import (
     has_tool_call_tags,
     parse_tool_calls,
     render_tool_result,
-    tool_contract,
     visible,
 )
 from .tools import Tool, as_tools
@@ -61,16 +59,6 @@ PROGRESS_GUIDANCE = (
     "Work step by step. Use the available tools to gather evidence and make changes; "
     "report concrete results."
 )
-
-
-def _loop_contract(fmt: str, sentinel: str | None) -> str:
-    if fmt == "native" and not sentinel:
-        how = "complete by returning final text with no tool calls"
-    elif fmt == "text":
-        how = f"write <done>{sentinel or DEFAULT_SENTINEL}</done> only when the task is complete"
-    else:
-        how = f"write {sentinel or DEFAULT_SENTINEL} only when the task is complete"
-    return f"IMPORTANT: You MUST keep working until the task is complete. When done, {how}."
 
 
 def _default_nudge(fmt: str, sentinel: str | None, allow_sentinel: bool) -> str:
@@ -314,7 +302,8 @@ class _Run:
         self.iteration = 0
         self.limit = cfg.budget.initial
         self.aux_provider = _AuxProvider(self)
-        self._visible: tuple[Any, list[Tool]] | None = None
+        self._visible: tuple[Any, ...] | None = None  # surface.visible_tools' cache
+        self._schemas: tuple[list[Tool], list[dict[str, Any]]] | None = None
         self.verify_vetoes = 0
         self.schema_attempts = 0
 
@@ -332,38 +321,10 @@ class _Run:
                 missing.append(req)
         return missing
 
-    def effective_system(self, tools: list[Tool]) -> str | None:
-        parts = [self.system] if self.system else []
-        if self.cfg.loop_until_done:
-            parts.append(_loop_contract(self.cfg.fmt, self.cfg.sentinel))
-        if self.cfg.fmt == "text" and tools:
-            parts.append(tool_contract([t.schema() for t in tools], self.cfg.sentinel))
-        for skill in self.active_skills:
-            parts.append(f'<skill name="{skill.name}">\n{skill.prompt}\n</skill>')
-        if self.cfg.scope is not None:
-            block = self.cfg.scope.prompt_block()
-            if block:
-                parts.append(block)
-        parts.extend(v for v in self.system_tail.values() if v)
-        return "\n\n".join(parts) if parts else None
-
-    def visible_tools(self, tools: list[Tool]) -> list[Tool]:
-        """The tool surface the model sees: tools the active stack allows by name.
-
-        Recomputed only when the stack (an immutable tuple: a pushed frame makes a new
-        one), the tools or the narrowed set changed; turns in between reuse it."""
-        stack = current_stack()
-        key = (stack, tuple(map(id, tools)), frozenset(self.hidden_tools))
-        if self._visible is not None and self._visible[0] == key:
-            return self._visible[1]
-        hidden = self.hidden_tools
-        visible = [
-            t
-            for t in tools
-            if t.name.lower() not in hidden and decide_current_resource("tools", t.name).allowed
-        ]
-        self._visible = (key, visible)
-        return visible
+    # the request's tools and system prompt (charter.agent.surface)
+    effective_system = surface.effective_system
+    visible_tools = surface.visible_tools
+    tool_schemas = surface.tool_schemas
 
     def prompt_messages(self, iteration: int, system: str | None) -> tuple[list[Any], Any]:
         # No copy: the recorded list only grows, and every rewrite (compaction, a replaced
@@ -458,10 +419,10 @@ class _Run:
 
     # -- the loop -------------------------------------------------------------------
 
-    async def call_llm(self, request: LlmRequest, iteration: int) -> dict[str, Any]:
+    def call_llm(self, request: LlmRequest, iteration: int) -> Awaitable[dict[str, Any]]:
         if self._model_calls is None:  # built once per run, not per turn
             self._model_calls = ModelCalls(self)
-        return await self._model_calls(request, iteration)
+        return self._model_calls(request, iteration)  # awaited by the caller
 
     async def run(self, all_tools: list[Tool]) -> AgentResult:
         cfg = self.cfg
@@ -505,7 +466,7 @@ class _Run:
                 model=model,
                 system=system,
                 messages=messages,
-                tools=[t.schema() for t in tools] if cfg.fmt == "native" else [],
+                tools=self.tool_schemas(tools) if cfg.fmt == "native" else [],
                 tool_choice=llm_options.pop("tool_choice", None),
                 options=llm_options,
             )

@@ -37,8 +37,10 @@ class ModelCalls:
         self.base_ms = cfg.llm_backoff_ms
         self.sleep = asyncio.sleep  # taken when built, as with_retry takes it
 
-    async def __call__(self, request: LlmRequest, iteration: int) -> dict[str, Any]:
-        """The reply ``{ok, value}`` or ``{ok: False, status, error}``; never raises."""
+    def __call__(self, request: LlmRequest, iteration: int) -> Awaitable[dict[str, Any]]:
+        """An awaitable of the reply ``{ok, value}`` or ``{ok: False, status, error}``;
+        it never raises. A plain function: the common case (no caller, no tracer) hands
+        back the provider call's own coroutine, not one wrapped in another per turn."""
         run = self.run
         if self.caller is None:
             reply = self._direct(request)
@@ -53,8 +55,8 @@ class ModelCalls:
             }
             reply = _reply(self.caller, call)
         if telemetry.tracer() is None:  # no spans wanted: skip building their attributes
-            return await reply
-        return await _in_span(reply, request, run.provider, run.cfg.session_id)
+            return reply
+        return _in_span(reply, request, run.provider, run.cfg.session_id)
 
     async def _direct(self, request: LlmRequest) -> dict[str, Any]:
         """``with_retry(default_llm_caller(provider))`` without the dicts between them."""

@@ -83,6 +83,8 @@ class NarrowingHook(LoopHook):
         elif "unknown" not in self.prune:
             self.prune.add("unknown")
         self.removed: list[str] = []
+        self.removed_keys: set[str] = set()  # the hidden candidates' lower-case names
+        self.until = 0  # the surface stays as it is through this iteration
 
     async def on_start(self, run: Any, stack: contextlib.AsyncExitStack) -> None:
         self.tools: list[Tool] = list(run.all_tools)
@@ -103,18 +105,24 @@ class NarrowingHook(LoopHook):
         events = run.events
         count = len(events)
         if count < self.seen:  # the event list was replaced: read it again
-            self.seen, self.last_used = 0, {}
+            self.seen, self.last_used, self.until = 0, {}, 0
         last_used = self.last_used
         for index in range(self.seen, count):
             e = events[index]
             if e["type"] == "tool_call_audit":
                 name = str(e.get("tool_name", "")).lower()
                 last_used[name] = max(last_used.get(name, 0), e.get("iteration", 0))
+                if name in self.removed_keys:
+                    self.until = 0  # a hidden tool was used: it may come back
         self.seen = count
-        if iteration <= self.window:
-            return
+        if iteration <= self.window or iteration <= self.until:
+            return  # the surface cannot have changed (see below)
         floor = iteration - 1 - self.window  # used after ``floor``: recent, so kept
         names = [shown for shown, name in self.candidates if last_used.get(name, 0) <= floor]
+        # Until a kept candidate's last use falls to the floor, or a hidden one is used,
+        # the same names come out: skip the turns in between.
+        uses = [last_used.get(name, 0) for _, name in self.candidates]
+        self.until = min((used + self.window for used in uses if used > floor), default=_NEVER)
         if names == self.removed:
             return  # the surface is unchanged: no event, nothing to build
         recent = {name for name, used in last_used.items() if used > floor}
@@ -125,6 +133,7 @@ class NarrowingHook(LoopHook):
             prunable = cls in prune and name not in keep and name not in recent
             (removed if prunable else kept).append({"name": shown, "class": cls})
         self.removed = names
+        self.removed_keys = {name for _, name in self.candidates if last_used.get(name, 0) <= floor}
         run.hidden_tools = {n.lower() for n in names}
         run.event(
             "skill_narrow",
@@ -142,6 +151,9 @@ class NarrowingHook(LoopHook):
             removed_details=removed,
             kept_details=kept,
         )
+
+
+_NEVER = 1 << 62
 
 
 def narrowing_hook(value: Any) -> NarrowingHook | None:

@@ -70,10 +70,42 @@ def tracer() -> Any:
     if _TRACER is None:
         _configure_otlp()
         _TRACER = _TRACE.get_tracer(SCOPE)
-    if isinstance(_TRACE.get_tracer_provider(), _TRACE.ProxyTracerProvider):
+    if _no_provider(_TRACE):
         return None  # no provider installed (yet): spans would be dropped, skip their cost
+    if isinstance(_TRACE.get_tracer_provider(), _TRACE.ProxyTracerProvider):
+        return None
     _INSTALLED = True
     return _TRACER
+
+
+#: The variable naming a provider ``get_tracer_provider`` loads on its first call.
+_PROVIDER_ENV = "OTEL_PYTHON_TRACER_PROVIDER"
+_ENVIRON = os.environ
+_ENV_DATA: Any = getattr(_ENVIRON, "_data", None)
+_ENV_KEY: Any = (
+    _ENVIRON.encodekey(_PROVIDER_ENV) if hasattr(_ENVIRON, "encodekey") else _PROVIDER_ENV
+)
+
+
+def _no_provider(trace: Any) -> bool:
+    """Whether ``trace.get_tracer_provider()`` would answer its proxy, without calling it.
+
+    This runs on every model and tool call until a provider is installed, and
+    ``get_tracer_provider`` asks ``os.environ`` each time (about 0.6 us: a missing key is a
+    ``KeyError`` inside the mapping). Its own two tests, made cheaply: the global provider
+    ``set_tracer_provider`` sets is still unset, and the variable naming one to load is
+    absent from the environment's own dict (under the key ``os.environ`` would look up).
+    Anything unexpected (another OpenTelemetry layout, a replaced ``os.environ``) answers
+    ``False``: the caller then asks ``get_tracer_provider`` itself.
+    """
+    if getattr(trace, "_TRACER_PROVIDER", _UNSET) is not None:
+        return False  # installed, or a layout this does not know
+    if os.environ is not _ENVIRON or _ENV_DATA is None:
+        return False
+    return _ENV_KEY not in _ENV_DATA
+
+
+_UNSET = object()
 
 
 def reset() -> None:

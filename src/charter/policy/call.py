@@ -134,6 +134,28 @@ class ToolCall:
         setattr_(self, "level", level)
         setattr_(self, "has_subjects", has_subjects)
 
+    def with_arguments(self, arguments: Mapping[str, Any]) -> ToolCall:
+        """This call with other ``arguments`` (name, annotations and what is derived from
+        them carried over, not derived again): the dispatcher's per-tool template."""
+        new = object.__new__(ToolCall)
+        _SET_NAME(new, self.name)
+        _SET_ARGUMENTS(new, arguments)
+        _SET_ANNOTATIONS(new, self.annotations)
+        _SET_SERVER(new, self.mcp_server)
+        _SET_LEVEL(new, self.level)
+        _SET_SUBJECTS(new, self.has_subjects)
+        return new
+
+
+# the slots' own setters: a frozen dataclass refuses ``setattr``, and these are what
+# ``object.__setattr__`` would reach, without its look-up
+_SET_NAME = ToolCall.__dict__["name"].__set__
+_SET_ARGUMENTS = ToolCall.__dict__["arguments"].__set__
+_SET_ANNOTATIONS = ToolCall.__dict__["annotations"].__set__
+_SET_SERVER = ToolCall.__dict__["mcp_server"].__set__
+_SET_LEVEL = ToolCall.__dict__["level"].__set__
+_SET_SUBJECTS = ToolCall.__dict__["has_subjects"].__set__
+
 
 def _derive(raw: str, ann: ToolAnnotations) -> tuple[str, str | None, int, bool]:
     """``(canonical name, MCP server, level, has subjects)`` of a call to ``raw``."""

@@ -1,0 +1,93 @@
+"""What each request shows the model besides the messages: the tools and the system prompt.
+
+These are methods of the loop's run (``_Run``), kept here so the loop stays readable.
+Each turn asks for them, and between two turns they almost never change, so each is
+rebuilt only when something it derives from changed: the policy stack (an immutable
+tuple: a pushed frame makes a new one), the tools, the narrowed set, the prompt's parts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from charter.policy import current_stack, decide_current_resource
+
+from .textmode import tool_contract
+from .tools import Tool
+
+
+def loop_contract(fmt: str, sentinel: str | None) -> str:
+    """The system-prompt line that tells a loop-until-done model how to finish."""
+    from .textmode import DEFAULT_SENTINEL
+
+    if fmt == "native" and not sentinel:
+        how = "complete by returning final text with no tool calls"
+    elif fmt == "text":
+        how = f"write <done>{sentinel or DEFAULT_SENTINEL}</done> only when the task is complete"
+    else:
+        how = f"write {sentinel or DEFAULT_SENTINEL} only when the task is complete"
+    return f"IMPORTANT: You MUST keep working until the task is complete. When done, {how}."
+
+
+def effective_system(run: Any, tools: list[Tool]) -> str | None:
+    """The system prompt of the next request: the caller's, then the loop contract, the
+    text-mode tool contract, active skills, the scope block and hooks' fragments."""
+    cfg = run.cfg
+    if not (
+        cfg.loop_until_done
+        or cfg.fmt == "text"
+        or run.active_skills
+        or cfg.scope is not None
+        or run.system_tail
+    ):
+        return run.system or None  # the caller's prompt alone (what joining it gives)
+    parts = [run.system] if run.system else []
+    if cfg.loop_until_done:
+        parts.append(loop_contract(cfg.fmt, cfg.sentinel))
+    if cfg.fmt == "text" and tools:
+        parts.append(tool_contract([t.schema() for t in tools], cfg.sentinel))
+    for skill in run.active_skills:
+        parts.append(f'<skill name="{skill.name}">\n{skill.prompt}\n</skill>')
+    if cfg.scope is not None:
+        block = cfg.scope.prompt_block()
+        if block:
+            parts.append(block)
+    parts.extend(v for v in run.system_tail.values() if v)
+    return "\n\n".join(parts) if parts else None
+
+
+def visible_tools(run: Any, tools: list[Tool]) -> list[Tool]:
+    """The tool surface the model sees: tools the active stack allows by name.
+
+    Recomputed only when the stack (the same tuple object until a frame is pushed or
+    popped), the tools (by identity) or the narrowed set changed; turns in between reuse it.
+    """
+    stack = current_stack()
+    hidden = run.hidden_tools
+    cached = run._visible
+    if (
+        cached is not None
+        and cached[0] is stack
+        and cached[2] == hidden
+        and cached[1] == tuple(map(id, tools))
+    ):
+        return cached[3]  # type: ignore[no-any-return]
+    visible = [
+        t
+        for t in tools
+        if t.name.lower() not in hidden and decide_current_resource("tools", t.name).allowed
+    ]
+    run._visible = (stack, tuple(map(id, tools)), frozenset(hidden), visible)
+    run._schemas = None
+    return visible
+
+
+def tool_schemas(run: Any, tools: list[Tool]) -> list[dict[str, Any]]:
+    """The request's ``tools``: each visible tool's :meth:`~Tool.schema`, built once per
+    surface (``tools`` is what :func:`visible_tools` returned) and shared by the requests
+    that show it, each in a list of its own. Providers read them and never write them."""
+    cached = run._schemas
+    if cached is None or cached[0] is not tools:
+        cached = (tools, [t.schema() for t in tools])
+        run._schemas = cached
+    return list(cached[1])
