@@ -316,10 +316,10 @@ def test_next_scheduled_run_is_the_soonest_and_never_past(runtime: PersonaRuntim
 
 
 def test_status_is_snapshot_plus_tail_and_equals_full_replay(runtime: PersonaRuntime) -> None:
-    for n in range(5):
+    for n in range(12):  # enough events for writers to have saved a snapshot
         pr(runtime, n, at=AT0 + T(minutes=n), cost_usd=0.01)
-    runtime.pause(M, at=AT0 + T(minutes=10))
-    pr(runtime, 99, at=AT0 + T(minutes=11))
+    runtime.pause(M, at=AT0 + T(minutes=20))
+    pr(runtime, 99, at=AT0 + T(minutes=21))
     # a raw append outside the runtime only lengthens the tail
     runtime.log.append([NewEvent(M, Kind.DEAD_LETTERED, AT0, {"work_key": "x"})])
     with runtime.log.read_view() as txn:

@@ -18,7 +18,7 @@ from .clock import add_seconds, ensure_utc, format_time, parse_time
 from .events import Event, Kind, NewEvent
 from .ids import EventIds, IdFactory
 from .log import EventLog, LogTransaction
-from .projection import StatusProjection, load_state, prefetch, save_state
+from .projection import SNAPSHOT_EVERY, StatusProjection, load_state, prefetch, save_state
 from .receipts import ControlReceipt, LeaseInfo, ReceiptStatus, RunReceipt
 from .spec import HandoffRoute, PersonaRuntimeSpec
 from .state import PersonaState, apply
@@ -97,10 +97,11 @@ class Batch:
         self.events: list[Event] = []
         self.pending: list[NewEvent] = []
         self.states: dict[str, PersonaState] = {}
+        self.tails: dict[str, int] = {}  # events after each persona's stored snapshot
 
     def state(self, persona: str) -> PersonaState:
         if persona not in self.states:
-            self.states[persona] = load_state(self.txn, persona)[0]
+            self.states[persona], self.tails[persona] = load_state(self.txn, persona)
         return self.states[persona]
 
     def new_id(self, prefix: str) -> str:
@@ -142,8 +143,12 @@ class Batch:
         appended = self.txn.append(self.pending)
         if [e.event_id for e in appended] != [e.event_id for e in self.events]:
             raise AssertionError("event ids changed under the write lock")
+        tails = dict(self.tails)
+        for event in self.events:
+            tails[event.persona] = tails.get(event.persona, 0) + 1
         for persona in {e.persona for e in self.events}:
-            save_state(self.txn, self.states[persona])
+            if tails[persona] >= SNAPSHOT_EVERY:
+                save_state(self.txn, self.states[persona])
 
 
 class PersonaRuntime:

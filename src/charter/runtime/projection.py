@@ -1,9 +1,12 @@
 """Status maintained incrementally: a per-persona snapshot plus the tail of the log.
 
-Writers going through :class:`~charter.runtime.engine.PersonaRuntime` save the new
-snapshot in the same transaction as their events, so ``status`` normally reads one row
-and an empty tail. Events appended by other means only lengthen the tail; a read that
-finds a tail longer than ``compact_after`` saves a fresh snapshot.
+Writers going through :class:`~charter.runtime.engine.PersonaRuntime` save a new
+snapshot in the same transaction as their events once the tail after the stored one
+reaches :data:`SNAPSHOT_EVERY` events, so ``status`` reads one row and a short tail.
+(Saving it on every write cost a whole persona state, its queue and the duplicate
+window's keys, encoded, sent and stored under the log's lock per transaction; a tail of
+a few small events costs far less to fold.) Events appended by other means only lengthen
+the tail; a read that finds a tail longer than ``compact_after`` saves a fresh snapshot.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from .log import EventLog, LogTransaction, Snapshot
 from .state import PROJECTION_VERSION, PersonaState, apply
 
 COMPACT_AFTER = 256
+#: a writer saves a persona's snapshot when the tail after the stored one reaches this
+SNAPSHOT_EVERY = 32
 _PAGE = 10_000
 
 
