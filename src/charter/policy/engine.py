@@ -79,14 +79,7 @@ def _memo_key(call: ToolCall, frames: Sequence[Frame], subjects: _Subjects) -> A
     skills and members are left to the full check.
     """
     ann = call.annotations
-    if (
-        not call.has_subjects
-        or type(frames) is not tuple
-        or ann.command_args
-        or ann.url_args
-        or ann.skill_args
-        or ann.member_args
-    ):
+    if not call.has_subjects or type(frames) is not tuple or not _paths_only(ann):
         return None
     try:
         paths = subjects.paths()
@@ -94,8 +87,26 @@ def _memo_key(call: ToolCall, frames: Sequence[Frame], subjects: _Subjects) -> A
         return None  # the frame loop raises it again, naming the frame that checks it
     if not paths:
         return None
-    targets = tuple([(path[1], path[2]) for path in paths])  # (resolved, access)
+    if len(paths) == 1:
+        targets: tuple[tuple[str, str], ...] = ((paths[0][1], paths[0][2]),)
+    else:
+        targets = tuple([(path[1], path[2]) for path in paths])  # (resolved, access)
     return (id(frames), id(ann), subjects.context, call.name, call.mcp_server, targets)
+
+
+def _paths_only(ann: ToolAnnotations) -> bool:
+    """Whether paths are the only arguments the policy reads (memoised per annotations)."""
+    hit = _PATHS_ONLY.get(id(ann))
+    if hit is not None and hit[0] is ann:  # the entry holds ``ann``: its id is not reused
+        return hit[1]
+    only = not (ann.command_args or ann.url_args or ann.skill_args or ann.member_args)
+    if len(_PATHS_ONLY) >= _MEMO_SIZE:
+        _PATHS_ONLY.clear()
+    _PATHS_ONLY[id(ann)] = (ann, only)
+    return only
+
+
+_PATHS_ONLY: dict[int, tuple[ToolAnnotations, bool]] = {}
 
 
 #: Allowed verdicts by :func:`_memo_key`; each entry holds its frames and annotations, so
@@ -226,9 +237,13 @@ class _Subjects:
         been swapped since the last one)."""
         if self._paths is None:
             out: list[tuple[str, str, str, tuple[str, ...]]] = []
-            ctx = self.context
+            ctx = self._context or self.context
+            arguments = self.call.arguments
             for arg, access in _accesses(self.call.annotations):
-                for raw in _values(self.call.arguments, arg, "paths"):
+                value = arguments.get(arg)
+                # a plain string, the usual argument, without building a list for it
+                values = (value,) if type(value) is str and value.isascii() else None
+                for raw in values or _values(arguments, arg, "paths"):
                     try:
                         resolved = resolve_target(raw, ctx)
                     except ValueError as exc:
@@ -325,6 +340,8 @@ _NEEDS_PATH = frozenset({"read", "edit"})
 
 def _is_text(value: str) -> bool:
     """Not a lone surrogate (invalid UTF-8 decoded with ``surrogateescape``)."""
+    if value.isascii():  # answered from a flag of the string, without encoding it
+        return True
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:

@@ -57,12 +57,16 @@ def realpath(path: str) -> str:
     """``os.path.realpath(path)`` for an absolute ``str`` path (same result, always)."""
     if not ENABLED or not path.startswith("/"):
         return os.path.realpath(path)
-    parts = [p for p in path.split("/") if p and p != "."]
-    if ".." in parts:  # realpath folds ``..`` after resolving what precedes it
-        return os.path.realpath(path)
-    plain = "/" + "/".join(parts)
+    if "//" in path or "/." in path or path.endswith("/"):
+        parts = [p for p in path.split("/") if p and p != "."]
+        if ".." in parts:  # realpath folds ``..`` after resolving what precedes it
+            return os.path.realpath(path)
+        plain = "/" + "/".join(parts)
+    else:  # written plainly already (the usual case): no components to drop
+        parts = None
+        plain = path
     if not _exists(plain):  # asked without an exception: a raised one costs more (cold)
-        return _missing_tail(path, plain, parts)
+        return _missing_tail(path, plain, plain.split("/")[1:] if parts is None else parts)
     try:
         real = _kernel_path(plain)
     except (OSError, ValueError):
@@ -96,11 +100,11 @@ def _missing_tail(path: str, plain: str, parts: list[str]) -> str:
         # the entry below the prefix must be absent even as a link (a dangling link fails
         # to open like a missing file, and realpath follows it). ``lstat`` is realpath's
         # own test: an entry it cannot lstat counts as no link, and so does every entry
-        # below it, so the rest stays as written
+        # below it, so the rest stays as written. ``_entry_exists`` answers what ``lstat``
+        # would, without raising
         try:
-            os.lstat(parts[depth], dir_fd=fd)
-        except OSError:
-            return plain
+            if not _entry_exists(parts[depth], fd):
+                return plain
         except ValueError:
             pass
     finally:
@@ -109,6 +113,27 @@ def _missing_tail(path: str, plain: str, parts: list[str]) -> str:
 
 
 _ACCESS_EFFECTIVE = os.access in os.supports_effective_ids
+_ACCESS_AT = (
+    _ACCESS_EFFECTIVE
+    and os.access in os.supports_dir_fd
+    and os.access in os.supports_follow_symlinks
+)
+
+
+def _entry_exists(name: str, dir_fd: int) -> bool:
+    """Whether ``os.lstat(name, dir_fd=dir_fd)`` would succeed, asked without an exception.
+
+    ``faccessat`` with ``AT_SYMLINK_NOFOLLOW`` (the entry itself, a link included) and
+    ``AT_EACCESS`` (the effective ids ``lstat`` is checked with): existence needs what
+    ``lstat`` needs, search permission on the directory and nothing on the entry.
+    """
+    if _ACCESS_AT:
+        return os.access(name, os.F_OK, dir_fd=dir_fd, effective_ids=True, follow_symlinks=False)
+    try:
+        os.lstat(name, dir_fd=dir_fd)
+    except OSError:
+        return False
+    return True
 
 
 def _exists(path: str) -> bool:
