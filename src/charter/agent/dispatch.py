@@ -342,7 +342,7 @@ class Dispatcher:
             value,
             render(value),
             error,
-            decision.to_dict(),
+            _decision_dict(decision),
             attempts,
             (time.perf_counter() - started) * 1000,
             audit if isinstance(audit, dict) else {},
@@ -358,12 +358,30 @@ class Dispatcher:
     def _call(self, call: ToolCall) -> Any:
         """Call the handler: its value, or an awaitable of it (async handlers, threads)."""
         tool = self.registry[call.name]
-        kwargs = dict(call.arguments)
+        kwargs = call.arguments  # ``**`` hands the handler a dict of its own
         if tool.is_async:
             return tool.handler(**kwargs)
         if self.max_concurrent > 1:
             return asyncio.to_thread(tool.handler, **kwargs)
         return tool.handler(**kwargs)
+
+
+def _decision_dict(decision: Decision) -> dict[str, Any]:
+    """``decision.to_dict()``, a fresh dict each time, copied from one built once per
+    decision (an allowed tool's calls share their memoised decision)."""
+    hit = _DICTS.get(id(decision))
+    if hit is None or hit[0] is not decision:
+        hit = (decision, decision.to_dict())
+        if len(_DICTS) >= 256:
+            _DICTS.clear()
+        _DICTS[id(decision)] = hit  # the entry holds the decision: its id is not reused
+    out = dict(hit[1])
+    if out["frame"] is not None:
+        out["frame"] = dict(out["frame"])
+    return out
+
+
+_DICTS: dict[int, tuple[Decision, dict[str, Any]]] = {}
 
 
 #: Result types that are never awaitable: a handler's usual answers skip the ABC check.

@@ -53,7 +53,7 @@ from .textmode import (
 )
 from .tools import Tool, as_tools
 from .transcript import TranscriptSink
-from .turns import loop_control, post_turn
+from .turns import loop_control, post_turn, record_outcomes
 
 PROGRESS_GUIDANCE = (
     "Work step by step. Use the available tools to gather evidence and make changes; "
@@ -782,28 +782,7 @@ class _Run:
         """Iterations the current budget allows after the current one."""
         return self.limit - self.iteration
 
-    def record_outcomes(self, iteration: int, outcomes: list[ToolOutcome], native: bool) -> None:
-        ts = self.tool_stats
-        for o in outcomes:
-            ts._add(ts.calls, o.name)
-            if o.ok:
-                ts._add(ts.successful, o.name)
-            else:
-                ts._add(ts.rejected, o.name)
-            self.events.append(o.audit_event(iteration))
-        if native:
-            for o in outcomes:
-                self.messages.append(
-                    {
-                        "role": "tool",
-                        "tool_call_id": o.call_id,
-                        "name": o.name,
-                        "content": o.rendered,
-                    }
-                )
-        else:
-            blocks = [render_tool_result(o.name, o.call_id, o.rendered) for o in outcomes]
-            self.messages.append({"role": "user", "content": "\n".join(blocks)})
+    record_outcomes = record_outcomes  # stats, audit events, tool messages (turns.py)
 
     def finish(
         self, status: str, error: dict[str, Any] | None, stop_reason: str | None

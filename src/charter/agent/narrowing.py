@@ -84,7 +84,8 @@ class NarrowingHook(LoopHook):
             self.prune.add("unknown")
         self.removed: list[str] = []
         self.removed_keys: set[str] = set()  # the hidden candidates' lower-case names
-        self.until = 0  # the surface stays as it is through this iteration
+        # the surface stays as it is through this iteration (see before_model_call)
+        self.until = self.window
 
     async def on_start(self, run: Any, stack: contextlib.AsyncExitStack) -> None:
         self.tools: list[Tool] = list(run.all_tools)
@@ -102,10 +103,14 @@ class NarrowingHook(LoopHook):
         ]
 
     async def before_model_call(self, run: Any, iteration: int) -> None:
+        if iteration <= self.until and not self.removed_keys:
+            # Nothing is hidden, and no kept candidate's last use can fall to the floor
+            # before then: the surface stays. The new events are read when it can change.
+            return
         events = run.events
         count = len(events)
         if count < self.seen:  # the event list was replaced: read it again
-            self.seen, self.last_used, self.until = 0, {}, 0
+            self.seen, self.last_used = 0, {}
         last_used = self.last_used
         for index in range(self.seen, count):
             e = events[index]

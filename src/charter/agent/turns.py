@@ -1,5 +1,6 @@
-"""After a turn: ``post_turn_callback`` (and its ``next_options``), the loop-state
-snapshot and ``loop_control`` / the default adaptive iteration budget (seed 001)."""
+"""After a turn: its outcomes recorded, ``post_turn_callback`` (and its
+``next_options``), the loop-state snapshot and ``loop_control`` / the default adaptive
+iteration budget (seed 001)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,35 @@ from typing import Any
 from .dispatch import ToolOutcome
 from .options import AgentOptionError
 from .providers.base import ToolCallRequest
+from .textmode import render_tool_result
 
 #: What ``post_turn_callback`` may set for the next iteration through ``next_options``.
 NEXT_OPTIONS = ("llm_options", "tool_choice", "temperature", "max_tokens", "model", "nudge")
+
+
+def record_outcomes(run: Any, iteration: int, outcomes: list[ToolOutcome], native: bool) -> None:
+    """A turn's outcomes into the run: tool stats, ``tool_call_audit`` events, and the
+    results the model sees next (tool messages, or one user message in text mode)."""
+    ts = run.tool_stats
+    calls, successful, rejected = ts.calls, ts.successful, ts.rejected
+    events = run.events
+    for o in outcomes:
+        name = o.name
+        if name not in calls:
+            calls.append(name)
+        names = successful if o.status == "ok" else rejected
+        if name not in names:
+            names.append(name)
+        events.append(o.audit_event(iteration))
+    messages = run.messages
+    if native:
+        for o in outcomes:
+            messages.append(
+                {"role": "tool", "tool_call_id": o.call_id, "name": o.name, "content": o.rendered}
+            )
+    else:
+        blocks = [render_tool_result(o.name, o.call_id, o.rendered) for o in outcomes]
+        messages.append({"role": "user", "content": "\n".join(blocks)})
 
 
 def post_turn(
