@@ -6,8 +6,10 @@ import hashlib
 import importlib
 import importlib.util
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from charter.manifest import Persona
@@ -15,6 +17,9 @@ from charter.manifest import Persona
 from .errors import WorkflowLoadError
 
 PACK_SUFFIXES = (".md", ".txt", ".toml", ".json", ".yaml", ".yml")
+# A file workflow is registered in sys.modules before its body runs: without the lock a
+# second worker thread (serve --workers N) found it half-imported, without its function.
+_LOADING = threading.RLock()
 
 
 def persona_dir(persona: Persona, fallback: Path | None = None) -> Path:
@@ -35,23 +40,8 @@ def load_workflow(persona: Persona, base: Path) -> Callable[..., Any]:
             raise WorkflowLoadError(f"entry workflow {entry.raw!r}: {path} does not exist")
         digest = hashlib.sha1(str(path).encode()).hexdigest()[:10]
         module_name = f"charter_workflow_{persona.name}_{digest}"
-        module = sys.modules.get(module_name)
-        if module is None:
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            if spec is None or spec.loader is None:
-                raise WorkflowLoadError(f"entry workflow {entry.raw!r}: cannot import {path}")
-            module = importlib.util.module_from_spec(spec)
-            folder = str(path.parent)
-            if folder not in sys.path:
-                sys.path.insert(0, folder)
-            sys.modules[module_name] = module
-            try:
-                spec.loader.exec_module(module)
-            except Exception as exc:
-                sys.modules.pop(module_name, None)
-                raise WorkflowLoadError(
-                    f"entry workflow {entry.raw!r}: import failed: {type(exc).__name__}: {exc}"
-                ) from exc
+        with _LOADING:
+            module = _load_file(entry.raw, module_name, path)
     else:
         name = entry.module or ""
         if str(base) not in sys.path:
@@ -68,6 +58,29 @@ def load_workflow(persona: Persona, base: Path) -> Callable[..., Any]:
             f"entry workflow {entry.raw!r}: {entry.function!r} is not a function of the module"
         )
     return func  # type: ignore[no-any-return]
+
+
+def _load_file(raw: str, module_name: str, path: Path) -> ModuleType:
+    """The workflow module at ``path``, imported once (hold ``_LOADING``)."""
+    module = sys.modules.get(module_name)
+    if module is not None:
+        return module
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise WorkflowLoadError(f"entry workflow {raw!r}: cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    folder = str(path.parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(module_name, None)
+        raise WorkflowLoadError(
+            f"entry workflow {raw!r}: import failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    return module
 
 
 def load_context_packs(persona: Persona, base: Path) -> dict[str, str]:
