@@ -293,3 +293,20 @@ def test_a_tracer_provider_installed_mid_run_is_used(how: str, tmp_path: Any) ->
     assert seen["loaded"] == "TracerProvider"
     if how == "set":
         assert seen["spans"] == ["chat", "execute_tool step"] * 2 + ["chat"]
+
+
+# -- requests: built without the frozen dataclass's __init__, the same object --
+
+
+def test_new_request_is_the_dataclass() -> None:
+    from charter.agent import LlmRequest
+    from charter.agent.providers.base import new_request
+
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "x"}]
+    tools = [{"name": "t", "description": "", "parameters": {}}]
+    made = new_request("m", "sys", messages, tools, "auto", {"temperature": 0})
+    expected = LlmRequest("m", "sys", messages, tools, "auto", {"temperature": 0})
+    assert made == expected and repr(made) == repr(expected)
+    assert made.messages is messages and made.purpose == "turn"
+    with pytest.raises(AttributeError):
+        made.model = "other"  # type: ignore[misc]  # still frozen

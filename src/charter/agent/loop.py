@@ -456,20 +456,7 @@ class _Run:
             turn_info: dict[str, Any] = {"iteration": iteration, "started": self.cfg.clock()}
             self.turns.append(turn_info)
             await self.hooks.before_model_call(self, iteration)
-            tools = [] if cfg.fmt == "none" else self.visible_tools(all_tools)
-            system = self.effective_system(tools)
-            messages, system = self.prompt_messages(iteration, system)
-            llm_options = {**cfg.llm_options, **self.next_llm_options}
-            self.next_llm_options = {}
-            model, self.next_model = self.next_model or cfg.model, None
-            request = LlmRequest(
-                model=model,
-                system=system,
-                messages=messages,
-                tools=self.tool_schemas(tools) if cfg.fmt == "native" else [],
-                tool_choice=llm_options.pop("tool_choice", None),
-                options=llm_options,
-            )
+            request = surface.next_request(self, iteration, all_tools)
             if self.sink:
                 self.sink.request(self.cfg.session_id, iteration, request, self.provider)
             reply = await self.call_llm(request, iteration)

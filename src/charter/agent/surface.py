@@ -1,4 +1,5 @@
-"""What each request shows the model besides the messages: the tools and the system prompt.
+"""Each turn's request, and what it shows the model besides the messages: the tools and
+the system prompt.
 
 These are methods of the loop's run (``_Run``), kept here so the loop stays readable.
 Each turn asks for them, and between two turns they almost never change, so each is
@@ -12,8 +13,30 @@ from typing import Any
 
 from charter.policy import current_stack, decide_current_resource
 
+from .providers.base import LlmRequest, new_request
 from .textmode import tool_contract
 from .tools import Tool
+
+
+def next_request(run: Any, iteration: int, all_tools: list[Tool]) -> LlmRequest:
+    """The request of turn ``iteration``: the visible tools, the system prompt, the
+    prompt messages, and the options and model (``post_turn_callback``'s ``next_options``
+    for this turn only)."""
+    cfg = run.cfg
+    tools = [] if cfg.fmt == "none" else run.visible_tools(all_tools)
+    system = run.effective_system(tools)
+    messages, system = run.prompt_messages(iteration, system)
+    llm_options = {**cfg.llm_options, **run.next_llm_options}
+    run.next_llm_options = {}
+    model, run.next_model = run.next_model or cfg.model, None
+    return new_request(
+        model,
+        system,
+        messages,
+        run.tool_schemas(tools) if cfg.fmt == "native" else [],
+        llm_options.pop("tool_choice", None),
+        llm_options,
+    )
 
 
 def loop_contract(fmt: str, sentinel: str | None) -> str:

@@ -61,6 +61,8 @@ def tracer() -> Any:
     global _TRACER, _TRACE, _INSTALLED
     if _INSTALLED:  # a global provider is set once and for all (OpenTelemetry's rule)
         return _TRACER
+    if _TRACE is not None and _TRACER is not None and _no_provider(_TRACE):
+        return None  # the per-call case: nothing installed yet (see _no_provider)
     if not available():
         return None
     if _TRACE is None:

@@ -38,6 +38,40 @@ class LlmRequest:
     purpose: str = "turn"
 
 
+def new_request(
+    model: str | None,
+    system: str | None,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    tool_choice: str | None,
+    options: Mapping[str, Any],
+    purpose: str = "turn",
+) -> LlmRequest:
+    """``LlmRequest(model, system, messages, tools, tool_choice, options, purpose)``, the
+    same object, built without the frozen dataclass's ``__init__``: that sets each field
+    through ``object.__setattr__`` by name, which is most of a request's cost, and the loop
+    builds one every turn. These are the slots' own setters."""
+    request = _NEW(LlmRequest)
+    _SET_MODEL(request, model)
+    _SET_SYSTEM(request, system)
+    _SET_MESSAGES(request, messages)
+    _SET_TOOLS(request, tools)
+    _SET_TOOL_CHOICE(request, tool_choice)
+    _SET_OPTIONS(request, options)
+    _SET_PURPOSE(request, purpose)
+    return request
+
+
+_NEW = object.__new__
+_SET_MODEL = LlmRequest.__dict__["model"].__set__
+_SET_SYSTEM = LlmRequest.__dict__["system"].__set__
+_SET_MESSAGES = LlmRequest.__dict__["messages"].__set__
+_SET_TOOLS = LlmRequest.__dict__["tools"].__set__
+_SET_TOOL_CHOICE = LlmRequest.__dict__["tool_choice"].__set__
+_SET_OPTIONS = LlmRequest.__dict__["options"].__set__
+_SET_PURPOSE = LlmRequest.__dict__["purpose"].__set__
+
+
 @dataclass(frozen=True, slots=True)
 class LlmResponse:
     """A normalised model reply."""
