@@ -241,6 +241,43 @@ def test_combined_hooks_follow_their_list() -> None:
     assert first.turns == [1, 2] and late.turns == [2, 3] and seen == [3]
 
 
+class _Plain(LoopHook):
+    """Per-turn points as plain methods (no coroutine per turn)."""
+
+    def __init__(self, objection: dict[str, Any] | None) -> None:
+        self.turns: list[int] = []
+        self.objection = objection
+
+    def before_model_call(self, run: Any, iteration: int) -> None:  # type: ignore[override]
+        self.turns.append(iteration)
+
+    def before_dispatch(  # type: ignore[override]
+        self, run: Any, iteration: int, text: str, calls: list[Any]
+    ) -> dict[str, Any] | None:
+        return self.objection
+
+
+class _Objecting(LoopHook):
+    async def before_dispatch(
+        self, run: Any, iteration: int, text: str, calls: list[Any]
+    ) -> dict[str, Any] | None:
+        return {"action": "stop", "stop_reason": "async"}
+
+
+def test_plain_and_coroutine_points_mix() -> None:
+    quiet, loud = _Plain(None), _Plain({"action": "stop", "stop_reason": "plain"})
+    hooks = CombinedHooks([quiet, _Objecting()])
+    asyncio.run(hooks.before_model_call(None, 4))
+    assert quiet.turns == [4]
+    assert asyncio.run(hooks.before_dispatch(None, 4, "", [])) == {
+        "action": "stop",
+        "stop_reason": "async",
+    }
+    hooks.hooks.insert(0, loud)
+    directive = asyncio.run(hooks.before_dispatch(None, 5, "", []))
+    assert directive is loud.objection
+
+
 # -- tracer: a provider installed mid-run gets the spans from then on --
 
 _MID_RUN = """

@@ -14,13 +14,17 @@ the loop holds one :class:`CombinedHooks` and calls only these points:
   end, ``{messages}`` continues it with those user messages, ``{status, stop_reason}``
   ends it with that status;
 - ``on_finish(run)``: the loop stopped, before the result is assembled (write extras).
+
+The two per-turn points may also be plain methods, answering at once what the coroutine
+would (``None`` or a directive): the loop's own always-on hooks (reminders, self-parking)
+are, so that a turn creates no coroutine for them.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
 
 
 class LoopHook:
@@ -76,16 +80,20 @@ class CombinedHooks(LoopHook):
     async def before_model_call(self, run: Any, iteration: int) -> None:
         self._per_turn()
         for hook in self._model_call:
-            await hook.before_model_call(run, iteration)
+            pending = hook.before_model_call(run, iteration)
+            if pending is not None:  # a plain method returns None (see _PLAIN_POINTS)
+                await pending
 
     async def before_dispatch(
         self, run: Any, iteration: int, text: str, calls: list[Any]
     ) -> dict[str, Any] | None:
         self._per_turn()
         for hook in self._dispatch:
-            directive = await hook.before_dispatch(run, iteration, text, calls)
+            directive: Any = hook.before_dispatch(run, iteration, text, calls)
+            if directive is not None and not isinstance(directive, Mapping):
+                directive = await directive  # a coroutine (a plain method answers at once)
             if directive is not None:
-                return directive  # the first objection decides
+                return cast("dict[str, Any]", directive)  # the first objection decides
         return None
 
     async def on_idle(self, run: Any, iteration: int) -> dict[str, Any] | None:

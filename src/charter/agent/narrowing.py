@@ -112,22 +112,30 @@ class NarrowingHook(LoopHook):
         if count < self.seen:  # the event list was replaced: read it again
             self.seen, self.last_used = 0, {}
         last_used = self.last_used
+        removed_keys = self.removed_keys
         for index in range(self.seen, count):
             e = events[index]
             if e["type"] == "tool_call_audit":
                 name = str(e.get("tool_name", "")).lower()
                 last_used[name] = max(last_used.get(name, 0), e.get("iteration", 0))
-                if name in self.removed_keys:
+                if name in removed_keys:
                     self.until = 0  # a hidden tool was used: it may come back
         self.seen = count
         if iteration <= self.window or iteration <= self.until:
             return  # the surface cannot have changed (see below)
         floor = iteration - 1 - self.window  # used after ``floor``: recent, so kept
-        names = [shown for shown, name in self.candidates if last_used.get(name, 0) <= floor]
-        # Until a kept candidate's last use falls to the floor, or a hidden one is used,
-        # the same names come out: skip the turns in between.
-        uses = [last_used.get(name, 0) for _, name in self.candidates]
-        self.until = min((used + self.window for used in uses if used > floor), default=_NEVER)
+        # The candidates unused since ``floor`` are hidden. Until a kept one's last use
+        # falls to the floor, or a hidden one is used, the same names come out: the turns
+        # in between skip this (``until``).
+        names: list[str] = []
+        until = _NEVER
+        for shown, name in self.candidates:
+            used = last_used.get(name, 0)
+            if used <= floor:
+                names.append(shown)
+            elif used + self.window < until:
+                until = used + self.window
+        self.until = until
         if names == self.removed:
             return  # the surface is unchanged: no event, nothing to build
         recent = {name for name, used in last_used.items() if used > floor}

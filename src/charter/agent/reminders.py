@@ -80,7 +80,8 @@ class ReminderHook(LoopHook):
             originating_agent_id=item["originating_agent_id"],
         )
 
-    async def before_model_call(self, run: Any, iteration: int) -> None:
+    def before_model_call(self, run: Any, iteration: int) -> None:  # type: ignore[override]
+        # a plain method (see charter.agent.hooks): this runs on every turn
         while self.pending:
             self._show(self.pending.pop(0))
 

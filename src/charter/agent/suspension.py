@@ -136,10 +136,12 @@ class SuspensionHook(LoopHook):
     def __init__(self, directory: Path | None = None) -> None:
         self.directory = directory
 
-    async def before_dispatch(
+    def before_dispatch(  # type: ignore[override]
         self, run: Any, iteration: int, text: str, calls: list[Any]
     ) -> dict[str, Any] | None:
-        for call in calls:  # a loop, not next(genexpr): this runs on every turn
+        # a plain method (see charter.agent.hooks) and a loop, not next(genexpr): this
+        # runs on every turn
+        for call in calls:
             if call.name == TOOL:
                 break
         else:
