@@ -59,6 +59,9 @@ def _server(pack: Path, state: dict[str, str]) -> Iterator[Server]:
 def _batch(server: Server, idents: list[str]) -> list[tuple[int, dict[str, Any]]]:
     """Post ``idents`` concurrently while the accept thread is busy, so that they all wait
     for the same turn; then let it go."""
+    # the turns queued by the last batch's other requests run first (they find nothing
+    # waiting); otherwise one could take part of this batch before it is complete
+    server._accept_pool.submit(lambda: None).result(timeout=60)
     gate = threading.Event()
     server._accept_pool.submit(gate.wait)
     with ThreadPoolExecutor(len(idents)) as pool:
