@@ -8,14 +8,18 @@
 - **Webhooks** on ``POST /hooks/{provider}``: when ``CHARTER_WEBHOOK_SECRET_<PROVIDER>``
   (or ``--secret``) is set, the GitHub-style ``X-Hub-Signature-256`` HMAC is verified
   first; a bad or missing signature is a 401 and nothing is recorded. The payload is
-  normalised to a work key and offered to every persona that declares the trigger.
+  normalised to a work key and offered to every persona that declares the trigger. It
+  is recorded in the log before the 202; webhooks arriving while the accept thread is
+  busy are recorded together in its next transaction (group commit), and a failed
+  transaction answers each of them 503.
 - **Handoffs**: persona inboxes are run after every job.
 - ``GET /status``: every persona's status as JSON; ``/healthz``, ``/readyz``, ``/metrics``
   and the supervision console (``/console``) are served by the same ASGI app
   (:mod:`charter.run.web`, Starlette on uvicorn).
 - Graceful shutdown on SIGINT/SIGTERM: no new work is accepted; the job in flight finishes.
 
-All runs happen on one worker thread that owns the state store connection.
+Runs happen on ``--workers`` worker threads, each with its own state store connection;
+webhooks are recorded by one accept thread with its own.
 """
 
 from __future__ import annotations
