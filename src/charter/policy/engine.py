@@ -53,7 +53,12 @@ def decide(
     key = _memo_key(call, frames, subjects)
     if key is not None:
         hit = _ALLOWED.get(key)
-        if hit is not None and hit[0] is frames and hit[1] is call.annotations:
+        if (
+            hit is not None
+            and hit[0] is frames
+            and hit[1] is call.annotations
+            and hit[3] is subjects._context
+        ):
             return hit[2]
     for index in range(len(frames) - 1, -1, -1):
         frame = frames[index]
@@ -65,7 +70,7 @@ def decide(
     if key is not None:
         if len(_ALLOWED) >= _MEMO_SIZE:
             _ALLOWED.clear()
-        _ALLOWED[key] = (frames, call.annotations, allowed)
+        _ALLOWED[key] = (frames, call.annotations, allowed, subjects._context)
     return allowed
 
 
@@ -91,7 +96,8 @@ def _memo_key(call: ToolCall, frames: Sequence[Frame], subjects: _Subjects) -> A
         targets: tuple[tuple[str, str], ...] = ((paths[0][1], paths[0][2]),)
     else:
         targets = tuple([(path[1], path[2]) for path in paths])  # (resolved, access)
-    return (id(frames), id(ann), subjects.context, call.name, call.mcp_server, targets)
+    # the context by identity too (an entry holds it): a context's hash is a Python call
+    return (id(frames), id(ann), id(subjects._context), call.name, call.mcp_server, targets)
 
 
 def _paths_only(ann: ToolAnnotations) -> bool:
@@ -109,9 +115,9 @@ def _paths_only(ann: ToolAnnotations) -> bool:
 _PATHS_ONLY: dict[int, tuple[ToolAnnotations, bool]] = {}
 
 
-#: Allowed verdicts by :func:`_memo_key`; each entry holds its frames and annotations, so
-#: the ids in the key cannot be reused while it exists.
-_ALLOWED: dict[Any, tuple[Sequence[Frame], ToolAnnotations, Decision]] = {}
+#: Allowed verdicts by :func:`_memo_key`; each entry holds its frames, annotations and
+#: context, so the ids in the key cannot be reused while it exists.
+_ALLOWED: dict[Any, tuple[Sequence[Frame], ToolAnnotations, Decision, PathContext | None]] = {}
 
 
 def _allowed_reason(count: int) -> str:

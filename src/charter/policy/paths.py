@@ -252,15 +252,18 @@ def _sensitive_matcher(ctx: PathContext) -> PathMatcher:
 
 def sensitive_names(target: str, ctx: PathContext) -> tuple[str, ...]:
     """Names of the default sensitive-path rules that ``target`` (resolved) falls under."""
-    key = (ctx, target)
-    names = _SENSITIVE_SEEN.get(key)
-    if names is None:  # a pure function of the two strings: memoised, bounded
-        hits = _sensitive_matcher(ctx).all_matches(target)
-        names = tuple(dict.fromkeys(_SENSITIVE_NAME_OF[p] for p in hits))
-        if len(_SENSITIVE_SEEN) >= 4096:
-            _SENSITIVE_SEEN.clear()
-        _SENSITIVE_SEEN[key] = names
+    # a pure function of the context and the target: memoised, bounded. The context is
+    # keyed by identity (its hash is a Python call) and held by the entry, so its id is
+    # not reused while the entry exists
+    hit = _SENSITIVE_SEEN.get((id(ctx), target))
+    if hit is not None and hit[0] is ctx:
+        return hit[1]
+    hits = _sensitive_matcher(ctx).all_matches(target)
+    names = tuple(dict.fromkeys(_SENSITIVE_NAME_OF[p] for p in hits))
+    if len(_SENSITIVE_SEEN) >= 4096:
+        _SENSITIVE_SEEN.clear()
+    _SENSITIVE_SEEN[(id(ctx), target)] = (ctx, names)
     return names
 
 
-_SENSITIVE_SEEN: dict[tuple[PathContext, str], tuple[str, ...]] = {}
+_SENSITIVE_SEEN: dict[tuple[int, str], tuple[PathContext, tuple[str, ...]]] = {}

@@ -63,10 +63,9 @@ def realpath(path: str) -> str:
             return os.path.realpath(path)
         plain = "/" + "/".join(parts)
     else:  # written plainly already (the usual case): no components to drop
-        parts = None
         plain = path
     if not _exists(plain):  # asked without an exception: a raised one costs more (cold)
-        return _missing_tail(path, plain, plain.split("/")[1:] if parts is None else parts)
+        return _missing_tail(path, plain)
     try:
         real = _kernel_path(plain)
     except (OSError, ValueError):
@@ -74,18 +73,22 @@ def realpath(path: str) -> str:
     return plain if real == plain else os.path.realpath(path)
 
 
-def _missing_tail(path: str, plain: str, parts: list[str]) -> str:
-    """``plain`` (absolute, no ``.``/``..``) cannot be reached: find what can."""
+def _missing_tail(path: str, plain: str) -> str:
+    """``plain`` (absolute, no ``.``/``..`` or empty components) cannot be reached: find
+    what can."""
     # the longest prefix that exists: ``access`` raises nothing, so a miss is cheap, and it
     # is only a guess (the kernel's name for the prefix and an ``lstat`` below it decide;
     # a wrong guess, even from an ``access`` a seccomp filter refuses, can only send the
-    # path to the fallback)
-    depth = len(parts) - 1
-    while depth > 0 and not _exists("/" + "/".join(parts[:depth])):
-        depth -= 1
-    if depth < 0:
-        return os.path.realpath(path)
-    prefix = "/" + "/".join(parts[:depth])
+    # path to the fallback). ``end`` is where the prefix stops (0: the root)
+    end = len(plain)
+    while True:
+        end = plain.rfind("/", 0, end)
+        if end <= 0 or _exists(plain[:end]):
+            break
+    end = max(end, 0)
+    prefix = plain[:end] or "/"
+    below = plain.find("/", end + 1)
+    entry = plain[end + 1 :] if below < 0 else plain[end + 1 : below]
     try:
         fd = os.open(prefix, _FLAGS)
     except (OSError, ValueError):
@@ -103,7 +106,7 @@ def _missing_tail(path: str, plain: str, parts: list[str]) -> str:
         # below it, so the rest stays as written. ``_entry_exists`` answers what ``lstat``
         # would, without raising
         try:
-            if not _entry_exists(parts[depth], fd):
+            if not _entry_exists(entry, fd):
                 return plain
         except ValueError:
             pass
