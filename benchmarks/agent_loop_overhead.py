@@ -133,7 +133,7 @@ def breakdown(iterations: int) -> None:
     """Per-iteration time by loop stage: each stage is wrapped in a timer (about 0.2 us
     of wrapper each, so the stages add up to a little more than the plain run)."""
     import charter.policy.paths as policy_paths
-    from charter.agent import dispatch, hooks, loop, modelcall
+    from charter.agent import dispatch, hooks, loop, modelcall, surface
 
     spent: dict[str, float] = {}
     clock = time.perf_counter
@@ -164,9 +164,10 @@ def breakdown(iterations: int) -> None:
 
     stages = [
         (hooks.CombinedHooks, "before_model_call", "hooks before the model call", 0),
-        (loop._Run, "visible_tools", "visible tools", 0),
-        (loop._Run, "effective_system", "system prompt", 0),
-        (loop._Run, "prompt_messages", "prompt messages", 0),
+        (surface, "next_request", "the request", 0),
+        (loop._Run, "visible_tools", "visible tools", 1),
+        (loop._Run, "effective_system", "system prompt", 1),
+        (loop._Run, "prompt_messages", "prompt messages", 1),
         (modelcall.ModelCalls, "_direct", "model call (retry loop)", 0),
         (MockProvider, "complete", "mock provider (also in the hand loop)", 1),
         (hooks.CombinedHooks, "before_dispatch", "hooks before dispatch", 0),

@@ -16,8 +16,8 @@ the loop holds one :class:`CombinedHooks` and calls only these points:
 - ``on_finish(run)``: the loop stopped, before the result is assembled (write extras).
 
 The two per-turn points may also be plain methods, answering at once what the coroutine
-would (``None`` or a directive): the loop's own always-on hooks (reminders, self-parking)
-are, so that a turn creates no coroutine for them.
+would (``None`` or a directive): the loop's own always-on hooks (reminders, self-parking,
+narrowing) are, so that a turn creates no coroutine for them.
 """
 
 from __future__ import annotations

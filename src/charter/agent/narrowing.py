@@ -102,7 +102,8 @@ class NarrowingHook(LoopHook):
             if cls in self.prune and name not in self.hard_keep
         ]
 
-    async def before_model_call(self, run: Any, iteration: int) -> None:
+    def before_model_call(self, run: Any, iteration: int) -> None:  # type: ignore[override]
+        # a plain method (see charter.agent.hooks): this runs on every turn
         if iteration <= self.until and not self.removed_keys:
             # Nothing is hidden, and no kept candidate's last use can fall to the floor
             # before then: the surface stays. The new events are read when it can change.
