@@ -287,6 +287,7 @@ class _Run:
         self.hooks = CombinedHooks()
         self.all_tools: list[Tool] = []
         self.hidden_tools: set[str] = set()  # narrowed off the surface (not denied)
+        self.last_used: dict[str, int] = {}  # tool name (lower-case) -> its last iteration
         self.gates: list[Any] = []  # executor middleware hooks add (approvals)
         self.session: Any = None  # the SessionState a continued session loaded
         self.rewrites = 0  # bumped whenever earlier prompt-visible messages are replaced

@@ -90,10 +90,6 @@ class NarrowingHook(LoopHook):
     async def on_start(self, run: Any, stack: contextlib.AsyncExitStack) -> None:
         self.tools: list[Tool] = list(run.all_tools)
         run.hidden_tools = set()
-        # the last iteration each tool was used in, read incrementally from the events:
-        # each turn costs its new events, not the whole history (flat in run length)
-        self.last_used: dict[str, int] = {}
-        self.seen = 0
         # tools and their classes are fixed for the run: classify once, not every turn
         self.classified = [(tool.name, classify(tool), tool.name.lower()) for tool in self.tools]
         self.candidates = [
@@ -104,26 +100,14 @@ class NarrowingHook(LoopHook):
 
     def before_model_call(self, run: Any, iteration: int) -> None:  # type: ignore[override]
         # a plain method (see charter.agent.hooks): this runs on every turn
-        if iteration <= self.until and not self.removed_keys:
+        if iteration <= self.window or (iteration <= self.until and not self.removed_keys):
             # Nothing is hidden, and no kept candidate's last use can fall to the floor
-            # before then: the surface stays. The new events are read when it can change.
+            # before then: the surface stays (while something is hidden, every turn looks:
+            # a call to a hidden tool brings it back)
             return
-        events = run.events
-        count = len(events)
-        if count < self.seen:  # the event list was replaced: read it again
-            self.seen, self.last_used = 0, {}
-        last_used = self.last_used
-        removed_keys = self.removed_keys
-        for index in range(self.seen, count):
-            e = events[index]
-            if e["type"] == "tool_call_audit":
-                name = str(e.get("tool_name", "")).lower()
-                last_used[name] = max(last_used.get(name, 0), e.get("iteration", 0))
-                if name in removed_keys:
-                    self.until = 0  # a hidden tool was used: it may come back
-        self.seen = count
-        if iteration <= self.window or iteration <= self.until:
-            return  # the surface cannot have changed (see below)
+        # the last iteration each tool was called in, kept as its outcomes are recorded
+        # (the tool_call_audit events' names and iterations): nothing to read here
+        last_used = run.last_used
         floor = iteration - 1 - self.window  # used after ``floor``: recent, so kept
         # The candidates unused since ``floor`` are hidden. Until a kept one's last use
         # falls to the floor, or a hidden one is used, the same names come out: the turns

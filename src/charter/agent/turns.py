@@ -17,11 +17,13 @@ NEXT_OPTIONS = ("llm_options", "tool_choice", "temperature", "max_tokens", "mode
 
 
 def record_outcomes(run: Any, iteration: int, outcomes: list[ToolOutcome], native: bool) -> None:
-    """A turn's outcomes into the run: tool stats, ``tool_call_audit`` events, and the
-    results the model sees next (tool messages, or one user message in text mode)."""
+    """A turn's outcomes into the run: tool stats, ``tool_call_audit`` events, the last
+    iteration each tool was called in (``run.last_used``, for narrowing), and the results
+    the model sees next (tool messages, or one user message in text mode)."""
     ts = run.tool_stats
     calls, successful, rejected = ts.calls, ts.successful, ts.rejected
     events = run.events
+    last_used = run.last_used
     for o in outcomes:
         name = o.name
         if name not in calls:
@@ -30,6 +32,7 @@ def record_outcomes(run: Any, iteration: int, outcomes: list[ToolOutcome], nativ
         if name not in names:
             names.append(name)
         events.append(o.audit_event(iteration))
+        last_used[name.lower()] = iteration  # turns only move forward
     messages = run.messages
     if native:
         for o in outcomes:
