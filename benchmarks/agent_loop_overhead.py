@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -99,6 +100,9 @@ def measure(
         )
         hand_written(turns[:50], tool)
         provider = TimedMock([*turns, "done"])
+        # each timed loop starts from a collected heap: a collection the warm-up (or the
+        # other loop) made due would otherwise land in whichever loop runs next
+        gc.collect()
         if around is not None:
             around[0]()
         start = time.perf_counter()
@@ -113,6 +117,7 @@ def measure(
         elapsed = time.perf_counter() - start
         if around is not None:
             around[1]()
+        gc.collect()
         baseline = hand_written(turns, tool)
     n = result.llm.iterations
     ran = result.trace["policy_decisions"] == iterations and not result.tools.rejected
