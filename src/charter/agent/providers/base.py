@@ -26,6 +26,10 @@ class LlmRequest:
     messages may carry ``tool_calls: [{id, name, arguments}]`` and ``reasoning`` (the
     provider blocks of :attr:`LlmResponse.reasoning`); tool messages carry
     ``tool_call_id`` and ``name``.
+
+    ``messages`` and ``tools`` are the loop's own lists, shared with later turns (the
+    tool schemas are built once per tool surface): a provider reads them and must copy
+    before changing anything.
     """
 
     model: str | None
