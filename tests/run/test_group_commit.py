@@ -28,8 +28,9 @@ from charter.run.serve import Server
 from charter.run.session import RunOptions
 from charter.runtime import Kind, open_event_log
 
-from .conftest import charter_argv, persona_toml
+from .conftest import persona_toml
 from .test_postgres import pg_url  # noqa: F401  (the fixture)
+from .test_replicas_postgres import _serve as replica
 
 SECRET = "group-secret"
 
@@ -169,17 +170,7 @@ def test_a_failed_batch_fails_every_webhook_in_it_and_records_none(
 
 
 def _serve(pack: Path, url: str) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "CHARTER_WEBHOOK_SECRET_TEST": SECRET}
-    argv = charter_argv("serve", "--port", "0", "--workers", "2", "--manifest", str(pack),
-                        "--state", url)  # fmt: skip
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True)  # fmt: skip
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("listening on"):
-        proc.kill()
-        raise AssertionError(line + proc.communicate()[1])
-    return proc, line.split()[2]
+    return replica(pack, url, "--workers", "2", secret=SECRET)
 
 
 def _post(base: str, ident: str) -> int:

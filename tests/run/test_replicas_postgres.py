@@ -29,9 +29,12 @@ from .test_postgres import pg_url  # noqa: F401  (the fixture)
 SECRET = "replica-secret"
 
 
-def _serve(pack: Path, url: str) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "CHARTER_WEBHOOK_SECRET_TEST": SECRET}
-    argv = charter_argv("serve", "--port", "0", "--manifest", str(pack), "--state", url)
+def _serve(
+    pack: Path, url: str, *extra: str, secret: str = SECRET
+) -> tuple[subprocess.Popen[str], str]:
+    """A real ``charter serve`` replica on loopback (its own process group) and its URL."""
+    env = {**os.environ, "CHARTER_WEBHOOK_SECRET_TEST": secret}
+    argv = charter_argv("serve", "--port", "0", "--manifest", str(pack), "--state", url, *extra)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, start_new_session=True)  # fmt: skip
     assert proc.stdout is not None
