@@ -67,14 +67,16 @@ def test_a_run_longer_than_its_lease_keeps_it(
     assert long["status"] == "completed", long
     kinds = [e["kind"] for e in events(pack)]
     assert "persona.lease.expired" not in kinds
-    assert kinds.count("persona.lease.renewed") >= 3  # the first heartbeat, then every ~0.7 s
+    assert kinds.count("persona.lease.renewed") >= 3  # the first heartbeat, then every second
 
 
 def test_a_run_whose_lease_was_expired_elsewhere_does_not_merge(
     make_pack: Callable[..., Path], tmp_path: Path
 ) -> None:
     pack = make_pack(persona_toml(extra=TTL))
-    plan = {"sleep": 3.5, "calls": [MERGE]}
+    plan = {"sleep": 5.0, "calls": [MERGE]}
+    # (5 s: the other process must start and expire the lease before the merge, also on
+    # a loaded machine; the keeper notices within a second of the expiry)
     victim = _start(pack, envelope(tmp_path / "v.json", plan, ident="victim"))
     _wait_started(pack, victim)
     # a replica whose clock is past the lease (as after a partition or a pause) expires
