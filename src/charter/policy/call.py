@@ -59,6 +59,20 @@ class ToolAnnotations:
         """The declared level, or the highest level when none is declared (fail closed)."""
         return UNANNOTATED_LEVEL if self.side_effect_level is None else self.side_effect_level
 
+    @property
+    def argument_subjects(self) -> bool:
+        """Whether a call's verdict can depend on its arguments (paths, commands, URLs,
+        skills, members it names)."""
+        return bool(
+            self.path_args
+            or self.read_path_args
+            or self.write_path_args
+            or self.command_args
+            or self.url_args
+            or self.skill_args
+            or self.member_args
+        )
+
     def path_accesses(self) -> tuple[tuple[str, str], ...]:
         """``(argument, access)`` pairs with access ``read`` or ``write``."""
         out: list[tuple[str, str]] = []
@@ -168,16 +182,7 @@ def _derive(raw: str, ann: ToolAnnotations) -> tuple[str, str | None, int, bool]
     else:
         head, sep, _ = name.partition("__")
         server = head if sep and head else None
-    has_subjects = bool(
-        ann.path_args
-        or ann.read_path_args
-        or ann.write_path_args
-        or ann.command_args
-        or ann.url_args
-        or ann.skill_args
-        or ann.member_args
-        or ann.capabilities
-    )
+    has_subjects = ann.argument_subjects or bool(ann.capabilities)
     return name, server, int(ann.effective_level), has_subjects
 
 

@@ -23,7 +23,6 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from charter.runtime import EventLog, PersonaRuntime, UnknownRunError
 
@@ -89,19 +88,20 @@ class LeaseKeeper:
     def _run(self) -> None:
         assert self.open_log is not None
         log: EventLog | None = None
+        own: PersonaRuntime | None = None
         try:
             while not self._stop.wait(self.interval) and self.lost is None:
                 try:
-                    if log is None:
+                    if log is None or own is None:
                         log = self.open_log()
-                    own = PersonaRuntime(
-                        log,
-                        self.runtime.personas,
-                        routes=self.runtime.routes,
-                        ids=self.runtime.ids,
-                        holder=self.runtime.holder,
-                        actor=self.runtime.actor,
-                    )
+                        own = PersonaRuntime(
+                            log,
+                            self.runtime.personas,
+                            routes=self.runtime.routes,
+                            ids=self.runtime.ids,
+                            holder=self.runtime.holder,
+                            actor=self.runtime.actor,
+                        )
                     self._renew(own)
                 except LeaseLost:
                     return
@@ -111,7 +111,7 @@ class LeaseKeeper:
                     if log is not None:
                         with contextlib.suppress(Exception):
                             log.close()
-                    log = None
+                    log = own = None
         finally:
             if log is not None:
                 with contextlib.suppress(Exception):
@@ -154,9 +154,6 @@ class LeaseKeeper:
                 if self.on_lost is not None:
                     self.on_lost(self.lost)
                 raise LeaseLost(self.lost) from exc
-
-    def describe(self) -> dict[str, Any]:
-        return {"renewals": self.renewals, "lost": self.lost, "interval_s": self.interval}
 
 
 __all__ = ["LeaseKeeper", "LeaseLost", "MIN_INTERVAL_S"]

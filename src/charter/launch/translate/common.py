@@ -124,22 +124,10 @@ def visibility(ctx: Context, tool: CliTool) -> Decision:
     ann = tool.policy_annotations()
     call = ToolCall(tool.canonical, {}, ann)
     decision = decide_visibility(call, ctx.frames)
-    if decision.allowed and not _has_subject_args(ann):
+    if decision.allowed and not ann.argument_subjects:
         # Nothing about a call of this tool depends on its arguments: decide it outright.
         decision = decide(call, ctx.frames, context=make_context(ctx.workspace, ctx.home))
     return decision
-
-
-def _has_subject_args(ann: ToolAnnotations) -> bool:
-    return bool(
-        ann.path_args
-        or ann.read_path_args
-        or ann.write_path_args
-        or ann.command_args
-        or ann.url_args
-        or ann.skill_args
-        or ann.member_args
-    )
 
 
 def network_closed(policy: Policy) -> bool:
