@@ -40,7 +40,7 @@ from .handoffs import (
     select_route,
 )
 from .ids import EventIds, IdFactory, SeededIds
-from .log import EventLog, EventLogError, LogTransaction, Snapshot
+from .log import Completion, EventLog, EventLogError, LogTransaction, Prefetch, Snapshot
 from .projection import StatusProjection
 from .receipts import ControlReceipt, LeaseInfo, ReceiptStatus, RunReceipt
 from .schedules import ScheduleError, next_scheduled_run, validate_schedule
@@ -121,6 +121,8 @@ __all__ = [
     "SeededIds",
     "SelectedRoute",
     "Snapshot",
+    "Completion",
+    "Prefetch",
     "SpecError",
     "SqliteEventLog",
     "StatusProjection",

@@ -17,7 +17,7 @@ from .budget import check_budget
 from .clock import add_seconds, ensure_utc, format_time, parse_time
 from .events import Event, Kind, NewEvent
 from .ids import EventIds, IdFactory
-from .log import EventLog, LogTransaction
+from .log import Completion, EventLog, LogTransaction
 from .projection import SNAPSHOT_EVERY, StatusProjection, load_state, prefetch, save_state
 from .receipts import ControlReceipt, LeaseInfo, ReceiptStatus, RunReceipt
 from .spec import HandoffRoute, PersonaRuntimeSpec
@@ -26,6 +26,9 @@ from .status import PersonaStatus, lifecycle, live_leases, render_status
 from .triggers import NormalizedTrigger, declares_trigger, normalize_trigger
 
 T = TypeVar("T")
+_UNKNOWN: Any = object()
+#: queued keys a drain transaction reads the duplicate window of with its lock
+_DRAIN_AHEAD = 4
 
 
 class RuntimeError_(Exception):
@@ -98,11 +101,22 @@ class Batch:
         self.pending: list[NewEvent] = []
         self.states: dict[str, PersonaState] = {}
         self.tails: dict[str, int] = {}  # events after each persona's stored snapshot
+        # (persona, work key) -> its latest completion: looked up in the log, or emitted
+        # in this batch (which the log has not seen yet)
+        self.completions: dict[tuple[str, str], Completion | None] = {}
 
     def state(self, persona: str) -> PersonaState:
         if persona not in self.states:
             self.states[persona], self.tails[persona] = load_state(self.txn, persona)
         return self.states[persona]
+
+    def completion(self, persona: str, work_key: str) -> Completion | None:
+        """The latest ``persona.run.completed`` of ``work_key`` (the duplicate window)."""
+        found = self.completions.get((persona, work_key), _UNKNOWN)
+        if found is _UNKNOWN:
+            found = self.txn.completions(persona, [work_key]).get(work_key)
+            self.completions[(persona, work_key)] = found
+        return cast("Completion | None", found)
 
     def new_id(self, prefix: str) -> str:
         return self.runtime.ids.new_id(prefix, self.next_id)
@@ -130,6 +144,11 @@ class Batch:
         )
         self.next_id += 1
         apply(state, event)
+        if kind == Kind.RUN_COMPLETED and payload.get("work_key"):
+            key = payload["work_key"]
+            self.completions[(persona, key)] = Completion(
+                key, event.event_id, payload.get("run_id"), payload.get("duplicate_until")
+            )
         self.pending.append(new)
         self.events.append(event)
         return event
@@ -185,14 +204,21 @@ class PersonaRuntime:
             raise UnknownPersonaError(f"unknown persona {name!r} (known: {known})", name) from None
 
     def transact(
-        self, at: datetime, body: Callable[[Batch], T], *, persona: str | None = None
+        self,
+        at: datetime,
+        body: Callable[[Batch], T],
+        *,
+        persona: str | None = None,
+        work_keys: Sequence[str] = (),
     ) -> T:
         """Run ``body`` in one exclusive transaction; its emitted events commit atomically.
 
-        ``persona``: the persona whose state ``body`` reads first, which the backend may
-        read with the transaction's first round trip."""
+        ``persona``: the persona whose state ``body`` reads first, and ``work_keys`` the
+        keys whose duplicate window it checks, which the backend may read with the
+        transaction's first round trip."""
         at = ensure_utc(at)
-        with self.log.write(prefetch=None if persona is None else prefetch(persona)) as txn:
+        ahead = None if persona is None else prefetch(persona, work_keys)
+        with self.log.write(prefetch=ahead) as txn:
             batch = Batch(txn, self, at)
             result = body(batch)
             batch.commit()
@@ -328,7 +354,10 @@ class PersonaRuntime:
         """Offer ``item`` to ``name``: queue, dead-letter, refuse or run it."""
         self.spec(name)
         return self.transact(
-            at, lambda b: self._submit(b, name, item, hold, error, False), persona=name
+            at,
+            lambda b: self._submit(b, name, item, hold, error, False),
+            persona=name,
+            work_keys=(item.work_key,),
         )
 
     def accept(self, name: str, item: WorkItem, *, at: datetime) -> RunReceipt:
@@ -343,7 +372,10 @@ class PersonaRuntime:
         """
         self.spec(name)
         return self.transact(
-            at, lambda b: self._submit(b, name, item, False, None, False, True), persona=name
+            at,
+            lambda b: self._submit(b, name, item, False, None, False, True),
+            persona=name,
+            work_keys=(item.work_key,),
         )
 
     def accept_many(
@@ -360,6 +392,7 @@ class PersonaRuntime:
             at,
             lambda b: [self._submit(b, n, i, False, None, False, True) for n, i in work],
             persona=work[0][0] if work else None,
+            work_keys=[i.work_key for n, i in work if n == work[0][0]],
         )
 
     def _wake_kind(self, item: WorkItem) -> str:
@@ -441,8 +474,7 @@ class PersonaRuntime:
                 return self._receipt(
                     batch, name, ReceiptStatus.QUEUED, item, first, detail={"coalesced": True}
                 )
-            done = state.completed.get(item.work_key)
-            fresh = done is None or parse_time(done["until"]) <= batch.at
+            fresh = not _within_window(batch.completion(name, item.work_key), batch.at)
             if fresh and (defer or len(live) >= spec.max_concurrency or state.queue):
                 # A different key at capacity waits its turn (FIFO); so does anything
                 # arriving behind queued work, so the queue is never overtaken.
@@ -467,8 +499,8 @@ class PersonaRuntime:
                         "running": len(live),
                     },
                 )
-        done = state.completed.get(item.work_key)
-        recent = done is not None and parse_time(done["until"]) > batch.at
+        done = batch.completion(name, item.work_key)
+        recent = _within_window(done, batch.at)
         if holding is not None or (len(live) >= spec.max_concurrency and not recent):
             reason = "work_key_leased" if holding else "max_concurrency"
             busy = holding or live[0]
@@ -480,7 +512,7 @@ class PersonaRuntime:
             )  # fmt: skip
 
         if done is not None and recent:
-            batch.emit(name, Kind.RUN_DUPLICATE, {**base, "original_run_id": done["run_id"]})
+            batch.emit(name, Kind.RUN_DUPLICATE, {**base, "original_run_id": done.run_id})
             dequeue()
             return self._receipt(
                 batch,
@@ -488,8 +520,8 @@ class PersonaRuntime:
                 ReceiptStatus.DUPLICATE,
                 item,
                 first,
-                run_id=done["run_id"],
-                detail={"duplicate_until": done["until"]},
+                run_id=done.run_id,
+                detail={"duplicate_until": done.duplicate_until},
             )
 
         refusal = check_budget(
@@ -688,7 +720,13 @@ class PersonaRuntime:
 
         return self._commit_or_raise(at, body, name)
 
-    def _commit_or_raise(self, at: datetime, body: Callable[[Batch], T], persona: str) -> T:
+    def _commit_or_raise(
+        self,
+        at: datetime,
+        body: Callable[[Batch], T],
+        persona: str,
+        work_keys: Sequence[str] = (),
+    ) -> T:
         # Expired-lease recovery must persist even if the body then refuses.
         captured: list[BaseException] = []
 
@@ -699,7 +737,7 @@ class PersonaRuntime:
                 captured.append(exc)
                 return None
 
-        result = self.transact(at, guarded, persona=persona)
+        result = self.transact(at, guarded, persona=persona, work_keys=work_keys)
         if captured:
             raise captured[0]
         return cast(T, result)  # no refusal: whatever the body returned
@@ -894,11 +932,16 @@ class PersonaRuntime:
             def drain(batch: Batch, queued: dict[str, Any] = queued) -> RunReceipt | None:
                 return self._drain_one(batch, name, queued, hold=execute is not None)
 
-            receipt = self.transact(clock() if clock is not None else at, drain, persona=name)
+            receipt = self.transact(
+                clock() if clock is not None else at,
+                drain,
+                persona=name,
+                work_keys=(queued["work_key"],),
+            )
             if receipt is None:
                 break
             if execute is not None and receipt.status is ReceiptStatus.STARTED:
-                receipt = execute(receipt, dict(queued))
+                receipt = execute(receipt, self.queued_with_body(queued))
             drained.append(receipt)
             event_ids.extend(receipt.event_ids)
 
@@ -957,7 +1000,8 @@ class PersonaRuntime:
         while limit is None or len(done) < limit:
             if clock is not None:
                 at = clock()
-            if self._nothing_to_drain(name, ensure_utc(at)):
+            ahead = self._drain_outlook(name, ensure_utc(at))
+            if ahead is None:
                 break  # a read said so: no write transaction (and no lock) for nothing
             head: list[dict[str, Any]] = []
 
@@ -971,27 +1015,43 @@ class PersonaRuntime:
                 head.append(dict(state.queue[0]))
                 return self._drain_one(batch, name, state.queue[0], hold=execute is not None)
 
-            receipt = self.transact(at, one, persona=name)
+            receipt = self.transact(at, one, persona=name, work_keys=ahead)
             if receipt is None:
                 break
             if execute is not None and receipt.status is ReceiptStatus.STARTED:
-                receipt = execute(receipt, head[0])
+                receipt = execute(receipt, self.queued_with_body(head[0]))
             done.append(receipt)
             if receipt.status in (ReceiptStatus.BUDGET_EXHAUSTED, ReceiptStatus.LEASE_BUSY):
                 break
         return done
 
-    def _nothing_to_drain(self, name: str, at: datetime) -> bool:
-        """Whether a drain transaction at ``at`` would write nothing: no expired lease to
-        recover and no queued item that could start (inactive, empty queue, or every
-        slot held). Read without the write lock: work queued after this read wakes a
-        worker of its own (serve's watcher), as it would after an empty transaction."""
+    def _drain_outlook(self, name: str, at: datetime) -> tuple[str, ...] | None:
+        """``None`` when a drain transaction at ``at`` would write nothing: no expired
+        lease to recover and no queued item that could start (inactive, empty queue, or
+        every slot held); else the keys at the queue's head, whose duplicate window the
+        transaction reads with its lock (another worker may take the first meanwhile).
+        Read without the write lock: work queued after this read wakes a worker of its
+        own (serve's watcher), as it would after an empty transaction."""
         state = self.state(name)
+        keys = tuple(q["work_key"] for q in state.queue[:_DRAIN_AHEAD])
         if any(parse_time(lease["expires_at"]) <= at for lease in state.leases.values()):
-            return False
+            return keys
         if state.control != "active" or not state.queue:
-            return True
-        return len(live_leases(state, at)) >= self.spec(name).max_concurrency
+            return None
+        if len(live_leases(state, at)) >= self.spec(name).max_concurrency:
+            return None
+        return keys
+
+    def queued_with_body(self, queued: dict[str, Any]) -> dict[str, Any]:
+        """A copy of queue entry ``queued`` with the webhook ``body`` it was queued with,
+        read from its ``persona.work.queued`` event (the state keeps bodies out)."""
+        item = dict(queued)
+        if item.pop("has_body", False) and "body" not in item:
+            event_id = int(item["event_id"])
+            found = self.log.read(after=event_id - 1, limit=1)
+            if found and found[0].event_id == event_id:
+                item["body"] = found[0].payload.get("body")
+        return item
 
     def _drain_one(
         self, batch: Batch, name: str, queued: dict[str, Any], *, hold: bool = False
@@ -1039,7 +1099,14 @@ class PersonaRuntime:
             )
             return self._submit(batch, name, item, hold, None, False)
 
-        return self._commit_or_raise(at, body, name)
+        return self._commit_or_raise(at, body, name, (f"handoff:{handoff_id}",))
+
+
+def _within_window(done: Completion | None, at: datetime) -> bool:
+    """Whether a completion's duplicate window still holds at ``at``."""
+    if done is None or not done.duplicate_until:
+        return False
+    return parse_time(done.duplicate_until) > at
 
 
 def _lease_info(lease: dict[str, Any]) -> LeaseInfo:

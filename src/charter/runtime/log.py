@@ -31,6 +31,33 @@ class Snapshot:
     state: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Completion:
+    """The latest ``persona.run.completed`` event of one work key (the duplicate window
+    is looked up from these rather than carried in a persona's state)."""
+
+    work_key: str
+    event_id: int
+    run_id: str | None
+    duplicate_until: str | None
+
+
+@dataclass(frozen=True)
+class Prefetch:
+    """What a write transaction will read first: ``persona``'s snapshot of projection
+    ``version`` and up to ``limit`` tail events, and the completions of ``work_keys``
+    (see :meth:`EventLog.write`)."""
+
+    persona: str
+    version: int
+    limit: int
+    work_keys: tuple[str, ...] = ()
+
+
+#: the event kind whose rows the completion lookup reads (a partial index covers them)
+COMPLETED_KIND = "persona.run.completed"
+
+
 class LogTransaction(ABC):
     """Operations available inside a transaction (exclusive for writers)."""
 
@@ -54,6 +81,11 @@ class LogTransaction(ABC):
 
     @abstractmethod
     def load_snapshot(self, persona: str) -> Snapshot | None: ...
+
+    @abstractmethod
+    def completions(self, persona: str, work_keys: Sequence[str]) -> dict[str, Completion]:
+        """The latest ``persona.run.completed`` of each of ``work_keys`` for ``persona``
+        (keys that never completed are absent); an indexed lookup."""
 
     def load_persona(
         self, persona: str, version: int, limit: int
@@ -80,13 +112,11 @@ class EventLog(ABC):
     commits: int = 0
 
     @abstractmethod
-    def write(
-        self, *, prefetch: tuple[str, int, int] | None = None
-    ) -> AbstractContextManager[LogTransaction]:
+    def write(self, *, prefetch: Prefetch | None = None) -> AbstractContextManager[LogTransaction]:
         """An exclusive write transaction; commits on normal exit, rolls back on error.
 
-        ``prefetch``: the ``(persona, version, limit)`` the transaction will first ask
-        :meth:`LogTransaction.load_persona` for; a backend with round trips reads it
+        ``prefetch``: what the transaction will first ask :meth:`LogTransaction.load_persona`
+        and :meth:`LogTransaction.completions` for; a backend with round trips reads it
         together with taking the lock (SQLite has none to save and reads it when asked).
         """
 

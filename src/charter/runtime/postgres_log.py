@@ -32,7 +32,16 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.types.json import Jsonb
 
 from .events import TOPIC, Event, NewEvent
-from .log import EventLog, EventLogError, LogTransaction, Snapshot, check_limit
+from .log import (
+    COMPLETED_KIND,
+    Completion,
+    EventLog,
+    EventLogError,
+    LogTransaction,
+    Prefetch,
+    Snapshot,
+    check_limit,
+)
 from .rows import build_rows
 
 DEFAULT_SCHEMA = "charter"
@@ -112,6 +121,8 @@ class _PgTxn(LogTransaction):
         # load_persona's answer read with the lock: ((persona, version, limit), answer)
         self._prefetched: tuple[tuple[str, int, int], tuple[Snapshot | None, list[Event]]] | None
         self._prefetched = None
+        # completions read with the lock: (persona, {key: completion or None})
+        self._completed: tuple[str, dict[str, Completion | None]] | None = None
 
     def _flush(self) -> None:
         """Send the queued writes (before a read, which must see them)."""
@@ -137,7 +148,7 @@ class _PgTxn(LogTransaction):
         if not events:
             return []
         assert self._last is not None, "a write transaction reads the head with its lock"
-        self._prefetched = None  # read before this write: no longer the state
+        self._prefetched = self._completed = None  # read before this write: stale now
         out, rows = build_rows(self._log.topic, *self._last, events)
         log = self._log
         last = str(out[-1].event_id)
@@ -198,6 +209,21 @@ class _PgTxn(LogTransaction):
                 return answer  # read with the lock, nothing written since
         self._flush()
         return self._log._persona_rows(persona, version, limit)
+
+    def completions(self, persona: str, work_keys: Sequence[str]) -> dict[str, Completion]:
+        keys = list(dict.fromkeys(work_keys))
+        found: dict[str, Completion] = {}
+        if self._completed is not None and self._completed[0] == persona:
+            known = self._completed[1]
+            for key in [k for k in keys if k in known]:
+                keys.remove(key)
+                if (completion := known[key]) is not None:
+                    found[key] = completion
+        if keys:
+            self._flush()
+            rows = self._conn.execute(self._log._completions, (self._log.topic, persona, keys))
+            found.update(self._log._completion_result(rows))
+        return found
 
     def load_snapshot(self, persona: str) -> Snapshot | None:
         self._flush()
@@ -301,6 +327,17 @@ class PostgresEventLog(EventLog):
             "ORDER BY event_id LIMIT %(limit)s)) AS rows ORDER BY part, event_id"
         ).format(s=s)
         self._read_last = sql.SQL("SELECT last_event_id FROM {}.topics WHERE topic = %s").format(s)
+        # the latest completion per key; the kind is a literal so the partial index applies
+        self._completions = sql.SQL(
+            "SELECT DISTINCT ON (payload->>'work_key') payload->>'work_key', event_id, "
+            "payload->>'run_id', payload->>'duplicate_until' FROM {}.events "
+            "WHERE topic = %s AND persona = %s AND kind = {} AND payload->>'work_key' = ANY(%s) "
+            "ORDER BY payload->>'work_key', event_id DESC"
+        ).format(s, sql.Literal(COMPLETED_KIND))
+
+    @staticmethod
+    def _completion_result(rows: Iterable[Any]) -> dict[str, Completion]:
+        return {r[0]: Completion(r[0], int(r[1]), r[2], r[3]) for r in rows}
 
     def _persona_rows(
         self, persona: str, version: int, limit: int
@@ -373,6 +410,13 @@ class PostgresEventLog(EventLog):
                     "(topic, persona, event_id)"
                 ).format(s)
             )
+            # the duplicate window's lookup (LogTransaction.completions)
+            self._conn.execute(
+                sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS events_completed_by_key ON {}.events "
+                    "(topic, persona, (payload->>'work_key'), event_id) WHERE kind = {}"
+                ).format(s, sql.Literal(COMPLETED_KIND))
+            )
             self._conn.execute(
                 sql.SQL(
                     "CREATE TABLE IF NOT EXISTS {}.topics ("
@@ -392,7 +436,7 @@ class PostgresEventLog(EventLog):
         return redact(self.url)
 
     @contextmanager
-    def write(self, *, prefetch: tuple[str, int, int] | None = None) -> Iterator[LogTransaction]:
+    def write(self, *, prefetch: Prefetch | None = None) -> Iterator[LogTransaction]:
         txn = _PgTxn(self, writable=True)
         # one round trip: BEGIN, the topic's lock, then the head (and the prefetched
         # persona), read by statements that start after the lock is held (READ COMMITTED
@@ -403,7 +447,8 @@ class PostgresEventLog(EventLog):
                 cur.nextset()
                 cur.nextset()
             else:
-                persona, version, limit = prefetch
+                persona, version, limit = prefetch.persona, prefetch.version, prefetch.limit
+                keys = list(dict.fromkeys(prefetch.work_keys))
                 with self._conn.pipeline():
                     self._conn.execute("BEGIN")
                     self._conn.execute(self._take_lock)
@@ -413,7 +458,17 @@ class PostgresEventLog(EventLog):
                         {"topic": self.topic, "persona": persona, "version": version,
                          "limit": limit},
                     )  # fmt: skip
-                txn._prefetched = (prefetch, self._persona_result(rows, persona, version))
+                    done = (
+                        self._conn.execute(self._completions, (self.topic, persona, keys))
+                        if keys
+                        else None
+                    )
+                answer = self._persona_result(rows, persona, version)
+                txn._prefetched = ((persona, version, limit), answer)
+                if done is not None:
+                    known: dict[str, Completion | None] = dict.fromkeys(keys)
+                    known.update(self._completion_result(done))
+                    txn._completed = (persona, known)
             row = cur.fetchone()
             txn._last = (int(row[0]), row[1]) if row else (0, None)
             yield txn

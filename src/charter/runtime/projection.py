@@ -11,8 +11,10 @@ the tail; a read that finds a tail longer than ``compact_after`` saves a fresh s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .events import Event
-from .log import EventLog, LogTransaction, Snapshot
+from .log import EventLog, LogTransaction, Prefetch, Snapshot
 from .state import PROJECTION_VERSION, PersonaState, apply
 
 COMPACT_AFTER = 256
@@ -37,9 +39,10 @@ def load_state(txn: LogTransaction | EventLog, persona: str) -> tuple[PersonaSta
         tail = txn.read(after=tail[-1].event_id, persona=persona, limit=_PAGE)
 
 
-def prefetch(persona: str) -> tuple[str, int, int]:
-    """What :func:`load_state` asks the log for first (``EventLog.write(prefetch=...)``)."""
-    return persona, PROJECTION_VERSION, _PAGE
+def prefetch(persona: str, work_keys: Sequence[str] = ()) -> Prefetch:
+    """What :func:`load_state` asks the log for first, with the completions of
+    ``work_keys`` (``EventLog.write(prefetch=...)``)."""
+    return Prefetch(persona, PROJECTION_VERSION, _PAGE, tuple(work_keys))
 
 
 def save_state(txn: LogTransaction, state: PersonaState) -> None:

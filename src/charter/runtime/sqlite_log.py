@@ -13,7 +13,16 @@ from typing import Any
 
 from .clock import parse_time
 from .events import TOPIC, Event, NewEvent
-from .log import EventLog, EventLogError, LogTransaction, Snapshot, check_limit
+from .log import (
+    COMPLETED_KIND,
+    Completion,
+    EventLog,
+    EventLogError,
+    LogTransaction,
+    Prefetch,
+    Snapshot,
+    check_limit,
+)
 from .rows import build_rows
 
 DB_FILENAME = "events.sqlite3"
@@ -33,6 +42,9 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (topic, event_id)
 );
 CREATE INDEX IF NOT EXISTS events_by_persona ON events (topic, persona, event_id);
+CREATE INDEX IF NOT EXISTS events_completed_by_key ON events
+    (topic, persona, json_extract(payload, '$.work_key'), event_id)
+    WHERE kind = 'persona.run.completed';
 CREATE TABLE IF NOT EXISTS topics (
     topic TEXT PRIMARY KEY,
     last_event_id INTEGER NOT NULL
@@ -53,6 +65,18 @@ _SET_LAST = (
     "INSERT INTO topics (topic, last_event_id) VALUES (?, ?) "
     "ON CONFLICT (topic) DO UPDATE SET last_event_id = excluded.last_event_id"
 )
+
+
+def completions_sql(keys: int) -> str:
+    """The latest completion of each of ``keys`` work keys. A bare column beside max()
+    comes from the row holding the max (SQLite documents it); the kind is a literal so the
+    partial index applies."""
+    return (
+        "SELECT json_extract(payload, '$.work_key') AS k, max(event_id), "
+        "json_extract(payload, '$.run_id'), json_extract(payload, '$.duplicate_until') "
+        f"FROM events WHERE topic = ? AND persona = ? AND kind = '{COMPLETED_KIND}' "
+        f"AND json_extract(payload, '$.work_key') IN ({', '.join('?' * keys)}) GROUP BY k"
+    )
 
 
 class _SqliteTxn(LogTransaction):
@@ -134,6 +158,13 @@ class _SqliteTxn(LogTransaction):
             return None
         return Snapshot(persona, int(row[0]), int(row[1]), json.loads(row[2]))
 
+    def completions(self, persona: str, work_keys: Sequence[str]) -> dict[str, Completion]:
+        keys = list(dict.fromkeys(work_keys))
+        if not keys:
+            return {}
+        rows = self._conn.execute(completions_sql(len(keys)), (self._topic, persona, *keys))
+        return {r[0]: Completion(r[0], int(r[1]), r[2], r[3]) for r in rows}
+
     def save_snapshot(self, snapshot: Snapshot) -> None:
         if not self._writable:
             raise EventLogError("save_snapshot needs a write transaction")
@@ -213,7 +244,7 @@ class SqliteEventLog(EventLog):
                 delay = min(delay * 2, 0.25)
 
     @contextmanager
-    def write(self, *, prefetch: tuple[str, int, int] | None = None) -> Iterator[LogTransaction]:
+    def write(self, *, prefetch: Prefetch | None = None) -> Iterator[LogTransaction]:
         self._begin_immediate()
         try:
             yield _SqliteTxn(self._conn, self.topic, writable=True)

@@ -11,10 +11,13 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from .clock import day_window, format_time, hour_window, parse_time
+from .clock import day_window, format_time, hour_window
 from .events import Event, Kind
 
-PROJECTION_VERSION = 1
+#: 2: the duplicate window and queued webhook bodies left the state (looked up in the
+#: log: ``LogTransaction.completions``, the ``persona.work.queued`` event); a version 1
+#: snapshot is ignored and the persona replayed once
+PROJECTION_VERSION = 2
 RECENT_VALUE_RECEIPTS = 20
 
 
@@ -41,10 +44,12 @@ class PersonaState:
     leases: dict[str, dict[str, Any]] = field(default_factory=dict)
     last_run: dict[str, Any] | None = None
     last_failed: bool = False
-    completed: dict[str, dict[str, Any]] = field(default_factory=dict)
     spend: dict[str, Any] = field(default_factory=_spend_zero)
     exhaustion: dict[str, Any] | None = None
     last_budget_receipt_id: str | None = None
+    # queued work in arrival order; a webhook's body stays in its ``persona.work.queued``
+    # event (``event_id``), read when the item is admitted: the state is decoded in every
+    # write transaction, and bodies would make it grow with the queue's bytes
     queue: list[dict[str, Any]] = field(default_factory=list)
     # run_id -> the parked run (waiting for an approval without a lease)
     parked: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -206,13 +211,9 @@ def apply(state: PersonaState, event: Event) -> None:
         record = _finish_run(state, event, "completed")
         _add_spend(state, event, float(p.get("cost_usd", 0.0)), int(p.get("tokens", 0)))
         state.last_failed = False
-        until = p.get("duplicate_until")
         key = record["work_key"]
-        if key and until:
-            state.completed[key] = {"run_id": record["run_id"], "until": until}
-        state.completed = {
-            k: v for k, v in state.completed.items() if parse_time(v["until"]) > event.occurred_at
-        }
+        # (the duplicate window is not kept here: it grows with every completed key for
+        # a whole window; the runtime looks keys up with LogTransaction.completions)
         receipt = {
             "receipt_id": p.get("receipt_id") or record["run_id"],
             "run_id": record["run_id"],
@@ -258,7 +259,7 @@ def apply(state: PersonaState, event: Event) -> None:
                 "tokens": p.get("tokens", 0),
                 "queued_at": at,
                 "event_id": event.event_id,
-                **({"body": p["body"]} if p.get("body") is not None else {}),
+                **({"has_body": True} if p.get("body") is not None else {}),
             }
         )
     elif kind == Kind.WORK_COALESCED:
