@@ -107,7 +107,9 @@ class Batch:
 
     def state(self, persona: str) -> PersonaState:
         if persona not in self.states:
-            self.states[persona], self.tails[persona] = load_state(self.txn, persona)
+            self.states[persona], self.tails[persona] = load_state(
+                self.txn, persona, self.runtime.projection.cache
+            )
         return self.states[persona]
 
     def completion(self, persona: str, work_key: str) -> Completion | None:
@@ -162,12 +164,19 @@ class Batch:
         appended = self.txn.append(self.pending)
         if [e.event_id for e in appended] != [e.event_id for e in self.events]:
             raise AssertionError("event ids changed under the write lock")
-        tails = dict(self.tails)
+        tails = self.tails
         for event in self.events:
             tails[event.persona] = tails.get(event.persona, 0) + 1
         for persona in {e.persona for e in self.events}:
             if tails[persona] >= SNAPSHOT_EVERY:
                 save_state(self.txn, self.states[persona])
+                tails[persona] = 0
+
+    def committed(self) -> None:
+        """The transaction committed: its states are the latest (held for later reads)."""
+        cache = self.runtime.projection.cache
+        for persona, state in self.states.items():
+            cache.put(persona, state, self.tails[persona])
 
 
 class PersonaRuntime:
@@ -217,12 +226,14 @@ class PersonaRuntime:
         keys whose duplicate window it checks, which the backend may read with the
         transaction's first round trip."""
         at = ensure_utc(at)
-        ahead = None if persona is None else prefetch(persona, work_keys)
+        cache = self.projection.cache
+        ahead = None if persona is None else prefetch(persona, work_keys, cache)
         with self.log.write(prefetch=ahead) as txn:
             batch = Batch(txn, self, at)
             result = body(batch)
             batch.commit()
-            return result
+        batch.committed()  # (not on an exception: a state of a rolled-back batch is dropped)
+        return result
 
     def _expire(self, batch: Batch, name: str) -> None:
         """Recover expired leases: ``persona.lease.expired`` precedes any new acquisition."""

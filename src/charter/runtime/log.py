@@ -52,6 +52,8 @@ class Prefetch:
     version: int
     limit: int
     work_keys: tuple[str, ...] = ()
+    #: read no snapshot, only the persona's events after this id (a state held in memory)
+    after: int | None = None
 
 
 #: the event kind whose rows the completion lookup reads (a partial index covers them)
@@ -88,11 +90,13 @@ class LogTransaction(ABC):
         (keys that never completed are absent); an indexed lookup."""
 
     def load_persona(
-        self, persona: str, version: int, limit: int
+        self, persona: str, version: int, limit: int, after: int | None = None
     ) -> tuple[Snapshot | None, list[Event]]:
         """The persona's snapshot if it is of projection ``version`` (else ``None``), and
         up to ``limit`` of its events after it (after 0 without one). A backend may
-        answer both in one round trip."""
+        answer both in one round trip. With ``after``: no snapshot, the events after it."""
+        if after is not None:
+            return None, self.read(after=after, persona=persona, limit=limit)
         snapshot = self.load_snapshot(persona)
         if snapshot is not None and snapshot.version != version:
             snapshot = None
@@ -157,9 +161,11 @@ class EventLog(ABC):
             return txn.last_event_id()
 
     def load_persona(
-        self, persona: str, version: int, limit: int
+        self, persona: str, version: int, limit: int, after: int | None = None
     ) -> tuple[Snapshot | None, list[Event]]:
         """:meth:`LogTransaction.load_persona` as of now (one consistent read)."""
+        if after is not None:  # one statement: consistent by itself
+            return None, self.read(after=after, persona=persona, limit=limit)
         with self.read_view() as txn:
             return txn.load_persona(persona, version, limit)
 

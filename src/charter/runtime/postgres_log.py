@@ -118,8 +118,10 @@ class _PgTxn(LogTransaction):
         # writes not sent yet: they go with the next read or with the COMMIT, in one
         # round trip (pipeline mode), so the lock is held for fewer round trips
         self._pending: list[tuple[Any, Any]] = []
-        # load_persona's answer read with the lock: ((persona, version, limit), answer)
-        self._prefetched: tuple[tuple[str, int, int], tuple[Snapshot | None, list[Event]]] | None
+        # load_persona's answer read with the lock: ((persona, version, limit, after), answer)
+        self._prefetched: (
+            tuple[tuple[str, int, int, int | None], tuple[Snapshot | None, list[Event]]] | None
+        )
         self._prefetched = None
         # completions read with the lock: (persona, {key: completion or None})
         self._completed: tuple[str, dict[str, Completion | None]] | None = None
@@ -201,13 +203,15 @@ class _PgTxn(LogTransaction):
         return [(int(r[0]), r[1]) for r in self._conn.execute(query, params)]
 
     def load_persona(
-        self, persona: str, version: int, limit: int
+        self, persona: str, version: int, limit: int, after: int | None = None
     ) -> tuple[Snapshot | None, list[Event]]:
         if self._prefetched is not None:
             (wanted, answer), self._prefetched = self._prefetched, None
-            if wanted == (persona, version, limit):
+            if wanted == (persona, version, limit, after):
                 return answer  # read with the lock, nothing written since
         self._flush()
+        if after is not None:
+            return None, self._log._persona_events(persona, after, limit)
         return self._log._persona_rows(persona, version, limit)
 
     def completions(self, persona: str, work_keys: Sequence[str]) -> dict[str, Completion]:
@@ -327,6 +331,11 @@ class PostgresEventLog(EventLog):
             "ORDER BY event_id LIMIT %(limit)s)) AS rows ORDER BY part, event_id"
         ).format(s=s)
         self._read_last = sql.SQL("SELECT last_event_id FROM {}.topics WHERE topic = %s").format(s)
+        self._persona_after = sql.SQL(
+            "SELECT event_id, persona, persona_version, actor, kind, occurred_at, payload "
+            "FROM {}.events WHERE topic = %s AND event_id > %s AND persona = %s "
+            "ORDER BY event_id LIMIT %s"
+        ).format(s)
         # the latest completion per key; the kind is a literal so the partial index applies
         self._completions = sql.SQL(
             "SELECT DISTINCT ON (payload->>'work_key') payload->>'work_key', event_id, "
@@ -334,6 +343,14 @@ class PostgresEventLog(EventLog):
             "WHERE topic = %s AND persona = %s AND kind = {} AND payload->>'work_key' = ANY(%s) "
             "ORDER BY payload->>'work_key', event_id DESC"
         ).format(s, sql.Literal(COMPLETED_KIND))
+
+    def _persona_events(self, persona: str, after: int, limit: int) -> list[Event]:
+        check_limit(limit)
+        rows = self._conn.execute(self._persona_after, (self.topic, after, persona, limit))
+        return self._events(rows)
+
+    def _events(self, rows: Iterable[Any]) -> list[Event]:
+        return [Event(int(r[0]), self.topic, r[1], r[4], r[5], r[6], r[3], r[2]) for r in rows]
 
     @staticmethod
     def _completion_result(rows: Iterable[Any]) -> dict[str, Completion]:
@@ -448,23 +465,33 @@ class PostgresEventLog(EventLog):
                 cur.nextset()
             else:
                 persona, version, limit = prefetch.persona, prefetch.version, prefetch.limit
+                after = prefetch.after
                 keys = list(dict.fromkeys(prefetch.work_keys))
                 with self._conn.pipeline():
                     self._conn.execute("BEGIN")
                     self._conn.execute(self._take_lock)
                     cur = self._conn.execute(self._read_head)
-                    rows = self._conn.execute(
-                        self._load_persona,
-                        {"topic": self.topic, "persona": persona, "version": version,
-                         "limit": limit},
-                    )  # fmt: skip
+                    if after is None:
+                        rows = self._conn.execute(
+                            self._load_persona,
+                            {"topic": self.topic, "persona": persona, "version": version,
+                             "limit": limit},
+                        )  # fmt: skip
+                    else:
+                        rows = self._conn.execute(
+                            self._persona_after, (self.topic, after, persona, limit)
+                        )
                     done = (
                         self._conn.execute(self._completions, (self.topic, persona, keys))
                         if keys
                         else None
                     )
-                answer = self._persona_result(rows, persona, version)
-                txn._prefetched = ((persona, version, limit), answer)
+                answer = (
+                    self._persona_result(rows, persona, version)
+                    if after is None
+                    else (None, self._events(rows))
+                )
+                txn._prefetched = ((persona, version, limit, after), answer)
                 if done is not None:
                     known: dict[str, Completion | None] = dict.fromkeys(keys)
                     known.update(self._completion_result(done))
@@ -518,8 +545,10 @@ class PostgresEventLog(EventLog):
         return _PgTxn(self, writable=False).read(after=after, persona=persona, limit=limit)
 
     def load_persona(
-        self, persona: str, version: int, limit: int
+        self, persona: str, version: int, limit: int, after: int | None = None
     ) -> tuple[Snapshot | None, list[Event]]:
+        if after is not None:
+            return None, self._persona_events(persona, after, limit)
         return self._persona_rows(persona, version, limit)
 
     def wait_for_append(self, after_event_id: int, timeout: float) -> bool:

@@ -11,6 +11,7 @@ the tail; a read that finds a tail longer than ``compact_after`` saves a fresh s
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from .events import Event
@@ -23,26 +24,74 @@ SNAPSHOT_EVERY = 32
 _PAGE = 10_000
 
 
-def load_state(txn: LogTransaction | EventLog, persona: str) -> tuple[PersonaState, int]:
+def load_state(
+    txn: LogTransaction | EventLog, persona: str, cache: StateCache | None = None
+) -> tuple[PersonaState, int]:
     """The persona's state as of the transaction (or of now, read from a log), and how
-    many tail events were folded."""
-    snapshot, tail = txn.load_persona(persona, PROJECTION_VERSION, _PAGE)
+    many events follow the stored snapshot (at most: another writer may have saved a
+    newer one). From ``cache``: a fork of the state held, with the events after it."""
+    held = cache.get(persona) if cache is not None else None
+    if held is not None:
+        base, tail = held
+        _, events = txn.load_persona(persona, PROJECTION_VERSION, _PAGE, after=base.last_event_id)
+        if len(events) < _PAGE:
+            state = base.fork()
+            for event in events:
+                apply(state, event)
+            return state, tail + len(events)
+        # far behind (another host wrote a page since): the stored snapshot is shorter
+    snapshot, tail_events = txn.load_persona(persona, PROJECTION_VERSION, _PAGE)
     # a snapshot just decoded is for us alone: adopted without a copy
     state = PersonaState(persona) if snapshot is None else PersonaState.adopt(snapshot.state)
     folded = 0
     while True:
-        for event in tail:
+        for event in tail_events:
             apply(state, event)
-        folded += len(tail)
-        if len(tail) < _PAGE:
+        folded += len(tail_events)
+        if len(tail_events) < _PAGE:
             return state, folded
-        tail = txn.read(after=tail[-1].event_id, persona=persona, limit=_PAGE)
+        tail_events = txn.read(after=tail_events[-1].event_id, persona=persona, limit=_PAGE)
 
 
-def prefetch(persona: str, work_keys: Sequence[str] = ()) -> Prefetch:
+class StateCache:
+    """Persona states this runtime read or wrote, each with the count of events after
+    the stored snapshot. A later read folds only the persona's events after the state's
+    ``last_event_id`` into a fork of it, instead of decoding the stored snapshot, whose
+    size grows with the queue. Entries are never changed in place (every reader and
+    writer gets a :meth:`PersonaState.fork`), so threads may share a cache."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[str, tuple[PersonaState, int]] = {}
+
+    def get(self, persona: str) -> tuple[PersonaState, int] | None:
+        with self._lock:
+            return self._held.get(persona)
+
+    def put(self, persona: str, state: PersonaState, tail: int) -> None:
+        """Hold ``state`` (the caller gives it up: it must not change it any more)."""
+        with self._lock:
+            held = self._held.get(persona)
+            if held is None or held[0].last_event_id <= state.last_event_id:
+                self._held[persona] = (state, tail)
+
+    def after(self, persona: str) -> int | None:
+        """The id a read of ``persona`` starts after, when a state is held."""
+        held = self.get(persona)
+        return None if held is None else held[0].last_event_id
+
+    def clear(self) -> None:
+        with self._lock:
+            self._held.clear()
+
+
+def prefetch(
+    persona: str, work_keys: Sequence[str] = (), cache: StateCache | None = None
+) -> Prefetch:
     """What :func:`load_state` asks the log for first, with the completions of
     ``work_keys`` (``EventLog.write(prefetch=...)``)."""
-    return Prefetch(persona, PROJECTION_VERSION, _PAGE, tuple(work_keys))
+    after = cache.after(persona) if cache is not None else None
+    return Prefetch(persona, PROJECTION_VERSION, _PAGE, tuple(work_keys), after)
 
 
 def save_state(txn: LogTransaction, state: PersonaState) -> None:
@@ -65,21 +114,26 @@ class StatusProjection:
     def __init__(self, log: EventLog, *, compact_after: int = COMPACT_AFTER) -> None:
         self.log = log
         self.compact_after = compact_after
+        self.cache = StateCache()
 
     def state(self, persona: str) -> PersonaState:
-        # the snapshot and its tail in one read (a tail longer than a page is read on
-        # after it: the log is append-only, so that is the state of a later moment)
-        state, folded = load_state(self.log, persona)
+        """The persona's state now; the caller may keep and change it (a fork)."""
+        # the held state and the events after it, or the snapshot and its tail, in one
+        # read (a tail longer than a page is read on after it: the log is append-only,
+        # so that is the state of a later moment)
+        state, folded = load_state(self.log, persona, self.cache)
         if folded > self.compact_after:
-            self.refresh(persona)
-        return state
+            return self.refresh(persona)
+        self.cache.put(persona, state, folded)
+        return state.fork()
 
     def refresh(self, persona: str) -> PersonaState:
         """Fold the tail and save a snapshot (takes the write lock)."""
         with self.log.write() as txn:
-            state, _ = load_state(txn, persona)
+            state, _ = load_state(txn, persona, self.cache)
             save_state(txn, state)
-        return state
+        self.cache.put(persona, state, 0)
+        return state.fork()
 
     def rebuild(self, persona: str) -> PersonaState:
         """Full replay from event 0, ignoring snapshots (for checks and repair)."""

@@ -80,6 +80,23 @@ class PersonaState:
     def copy(self) -> PersonaState:
         return PersonaState.from_dict(self.to_dict())
 
+    def fork(self) -> PersonaState:
+        """A copy that :func:`apply` can change without changing this one, in time
+        linear in the number of entries, not their bytes: containers are copied, and so
+        are the entries ``apply`` changes in place (runs, leases); queue, parked and inbox
+        entries, receipts and records are only ever replaced, so they are shared."""
+        fork = PersonaState.__new__(PersonaState)
+        fork.__dict__.update(self.__dict__)
+        fork.runs = {k: dict(v) for k, v in self.runs.items()}
+        fork.leases = {k: dict(v) for k, v in self.leases.items()}
+        fork.spend = dict(self.spend)
+        fork.queue = list(self.queue)
+        fork.parked = dict(self.parked)
+        fork.inbox = list(self.inbox)
+        fork.value_receipts = list(self.value_receipts)
+        fork.counters = dict(self.counters)
+        return fork
+
     def queued_keys(self) -> set[str]:
         return {item["work_key"] for item in self.queue}
 
