@@ -173,22 +173,13 @@ class _PgTxn(LogTransaction):
     ) -> list[Event]:
         check_limit(limit)
         self._flush()
-        query = sql.SQL(
-            "SELECT event_id, persona, persona_version, actor, kind, occurred_at, payload "
-            "FROM {} WHERE topic = %s AND event_id > %s"
-        ).format(self._t("events"))
         params: list[Any] = [self._log.topic, after]
         if persona is not None:
-            query += sql.SQL(" AND persona = %s")
             params.append(persona)
-        query += sql.SQL(" ORDER BY event_id")
         if limit is not None:
-            query += sql.SQL(" LIMIT %s")
             params.append(limit)
-        return [
-            Event(int(r[0]), self._log.topic, r[1], r[4], r[5], r[6], r[3], r[2])
-            for r in self._conn.execute(query, params)
-        ]
+        query = self._log._read_query(persona is not None, limit is not None)
+        return self._log._events(self._conn.execute(query, params))
 
     def chains(self, *, after: int = 0, limit: int | None = None) -> list[tuple[int, str | None]]:
         check_limit(limit)
@@ -247,12 +238,7 @@ class _PgTxn(LogTransaction):
         self._prefetched = None
         self._pending.append(
             (
-                sql.SQL(
-                    "INSERT INTO {} (topic, persona, event_id, version, state) "
-                    "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (topic, persona) DO UPDATE SET "
-                    "event_id = excluded.event_id, version = excluded.version, "
-                    "state = excluded.state"
-                ).format(self._t("snapshots")),
+                self._log._save_snapshot,
                 (
                     self._log.topic,
                     snapshot.persona,
@@ -311,13 +297,24 @@ class PostgresEventLog(EventLog):
             "INSERT INTO {}.topics (topic, last_event_id) VALUES (%s, %s) "
             "ON CONFLICT (topic) DO UPDATE SET last_event_id = excluded.last_event_id"
         ).format(s)
-        self._set_last = sql.SQL("WITH last AS ({}) SELECT pg_notify(%s, %s)").format(
-            self._set_last_sql
+        self._set_last = (
+            sql.SQL("WITH last AS ({}) SELECT pg_notify(%s, %s)")
+            .format(self._set_last_sql)
+            .as_bytes(self._conn)
         )
-        self._inserts: dict[int, sql.Composed] = {}
+        self._inserts: dict[int, bytes] = {}
+        self._reads: dict[tuple[bool, bool], bytes] = {}
+        self._save_snapshot = self._render(
+            sql.SQL(
+                "INSERT INTO {}.snapshots (topic, persona, event_id, version, state) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (topic, persona) DO UPDATE SET "
+                "event_id = excluded.event_id, version = excluded.version, "
+                "state = excluded.state"
+            ).format(s)
+        )
         # a persona's snapshot and the tail after it: one statement, so one round trip
         # and one snapshot of the database without a transaction around it
-        self._load_persona = sql.SQL(
+        self._load_persona_sql = sql.SQL(
             "SELECT * FROM ("
             "(SELECT 0 AS part, event_id, version, NULL::text AS persona, "
             "NULL::text AS persona_version, NULL::text AS actor, NULL::text AS kind, "
@@ -330,19 +327,40 @@ class PostgresEventLog(EventLog):
             "topic = %(topic)s AND persona = %(persona)s AND version = %(version)s), 0) "
             "ORDER BY event_id LIMIT %(limit)s)) AS rows ORDER BY part, event_id"
         ).format(s=s)
-        self._read_last = sql.SQL("SELECT last_event_id FROM {}.topics WHERE topic = %s").format(s)
-        self._persona_after = sql.SQL(
-            "SELECT event_id, persona, persona_version, actor, kind, occurred_at, payload "
-            "FROM {}.events WHERE topic = %s AND event_id > %s AND persona = %s "
-            "ORDER BY event_id LIMIT %s"
-        ).format(s)
+        self._load_persona = self._render(self._load_persona_sql)
+        self._read_last = self._render(
+            sql.SQL("SELECT last_event_id FROM {}.topics WHERE topic = %s").format(s)
+        )
+        self._persona_after = self._read_query(True, True)
         # the latest completion per key; the kind is a literal so the partial index applies
-        self._completions = sql.SQL(
-            "SELECT DISTINCT ON (payload->>'work_key') payload->>'work_key', event_id, "
-            "payload->>'run_id', payload->>'duplicate_until' FROM {}.events "
-            "WHERE topic = %s AND persona = %s AND kind = {} AND payload->>'work_key' = ANY(%s) "
-            "ORDER BY payload->>'work_key', event_id DESC"
-        ).format(s, sql.Literal(COMPLETED_KIND))
+        self._completions = self._render(
+            sql.SQL(
+                "SELECT DISTINCT ON (payload->>'work_key') payload->>'work_key', event_id, "
+                "payload->>'run_id', payload->>'duplicate_until' FROM {}.events WHERE "
+                "topic = %s AND persona = %s AND kind = {} AND payload->>'work_key' = ANY(%s) "
+                "ORDER BY payload->>'work_key', event_id DESC"
+            ).format(s, sql.Literal(COMPLETED_KIND))
+        )
+
+    def _render(self, statement: sql.Composable) -> bytes:
+        """A statement rendered once: psycopg would render a ``Composed`` on every call."""
+        return statement.as_bytes(self._conn)
+
+    def _read_query(self, persona: bool, limit: bool) -> bytes:
+        """Events after an id, in id order: of one persona and/or at most some."""
+        found = self._reads.get((persona, limit))
+        if found is None:
+            query = sql.SQL(
+                "SELECT event_id, persona, persona_version, actor, kind, occurred_at, payload "
+                "FROM {}.events WHERE topic = %s AND event_id > %s"
+            ).format(sql.Identifier(self.schema))
+            if persona:
+                query += sql.SQL(" AND persona = %s")
+            query += sql.SQL(" ORDER BY event_id")
+            if limit:
+                query += sql.SQL(" LIMIT %s")
+            found = self._reads[(persona, limit)] = self._render(query)
+        return found
 
     def _persona_events(self, persona: str, after: int, limit: int) -> list[Event]:
         check_limit(limit)
@@ -388,18 +406,18 @@ class PostgresEventLog(EventLog):
             for query, params in statements:
                 self._conn.execute(query, params)
 
-    def insert_statement(self, rows: int) -> sql.Composed:
+    def insert_statement(self, rows: int) -> bytes:
         """``rows`` events, the topic's last id and the NOTIFY as one statement."""
         found = self._inserts.get(rows)
         if found is None:
             values = sql.SQL(", ").join([sql.SQL("(%s, %s, %s, %s, %s, %s, %s, %s, %s)")] * rows)
-            found = sql.SQL(
+            composed = sql.SQL(
                 "WITH ev AS (INSERT INTO {}.events ({}) VALUES {}), last AS ({}) "
                 "SELECT pg_notify(%s, %s)"
             ).format(
                 sql.Identifier(self.schema), sql.SQL(_EVENT_COLUMNS), values, self._set_last_sql
             )
-            self._inserts[rows] = found
+            found = self._inserts[rows] = self._render(composed)
         return found
 
     def _create_schema(self) -> None:
