@@ -119,9 +119,12 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def runtime_snapshot(session: Session, name: str, at: datetime, phase: str) -> dict[str, Any]:
-    """A ``persona_runtime[]`` entry: lifecycle, budget, handoffs and receipts at ``at``."""
-    return _snapshot(session.runtime.status(name, now=at).to_dict(), phase)
+def runtime_snapshot(
+    session: Session, name: str, at: datetime, phase: str, *, held: bool = False
+) -> dict[str, Any]:
+    """A ``persona_runtime[]`` entry: lifecycle, budget, handoffs and receipts at ``at``
+    (``held``: as of the session's own last write, see ``PersonaRuntime.status``)."""
+    return _snapshot(session.runtime.status(name, now=at, held=held).to_dict(), phase)
 
 
 def _snapshot(status: dict[str, Any], phase: str) -> dict[str, Any]:
@@ -317,7 +320,8 @@ def execute_admitted(
             # by the recovery rule already; nothing ran, nothing to finish
             result.status, result.error = "failed", f"lease lost before the run started: {exc}"
             return result
-    result.persona_runtime.append(runtime_snapshot(session, name, clock(), "started"))
+    # as of the admission (or the first heartbeat): this run's own last write
+    result.persona_runtime.append(runtime_snapshot(session, name, clock(), "started", held=True))
 
     arm = select_arm(
         persona.rollout_policy,

@@ -258,8 +258,15 @@ class PersonaRuntime:
         self.spec(name)
         return self.projection.state(name)
 
-    def status(self, name: str, *, now: datetime) -> PersonaStatus:
-        return render_status(self.state(name), self.spec(name), ensure_utc(now))
+    def status(self, name: str, *, now: datetime, held: bool = False) -> PersonaStatus:
+        """The persona's status at ``now``. ``held``: as of this runtime's own last read
+        or write of it, without reading the log (a run's status right after its own
+        admission); read when nothing is held."""
+        return render_status(self._state(name, held), self.spec(name), ensure_utc(now))
+
+    def _state(self, name: str, held: bool) -> PersonaState:
+        found = self.projection.cache.get(name) if held else None
+        return found[0].fork() if found is not None else self.state(name)
 
     # -- work --------------------------------------------------------------
 
@@ -1011,7 +1018,9 @@ class PersonaRuntime:
         while limit is None or len(done) < limit:
             if clock is not None:
                 at = clock()
-            ahead = self._drain_outlook(name, ensure_utc(at))
+            # after an item of this drain: as of this runtime's last write (an item queued
+            # since woke a worker of its own, as for a read); the first one reads
+            ahead = self._drain_outlook(name, ensure_utc(at), held=bool(done))
             if ahead is None:
                 break  # a read said so: no write transaction (and no lock) for nothing
             head: list[dict[str, Any]] = []
@@ -1036,14 +1045,17 @@ class PersonaRuntime:
                 break
         return done
 
-    def _drain_outlook(self, name: str, at: datetime) -> tuple[str, ...] | None:
+    def _drain_outlook(
+        self, name: str, at: datetime, *, held: bool = False
+    ) -> tuple[str, ...] | None:
         """``None`` when a drain transaction at ``at`` would write nothing: no expired
         lease to recover and no queued item that could start (inactive, empty queue, or
         every slot held); else the keys at the queue's head, whose duplicate window the
         transaction reads with its lock (another worker may take the first meanwhile).
         Read without the write lock: work queued after this read wakes a worker of its
-        own (serve's watcher), as it would after an empty transaction."""
-        state = self.state(name)
+        own (serve's watcher), as it would after an empty transaction. ``held``: the
+        state as of this runtime's own last read or write (see :meth:`status`)."""
+        state = self._state(name, held)
         keys = tuple(q["work_key"] for q in state.queue[:_DRAIN_AHEAD])
         if any(parse_time(lease["expires_at"]) <= at for lease in state.leases.values()):
             return keys
