@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from charter.runtime import TOPIC, EventLog, Kind, NewEvent, Snapshot
+from charter.runtime import TOPIC, EventLog, Kind, NewEvent, PostgresEventLog, Snapshot
 
 AT = datetime(2026, 4, 24, 12, 30, tzinfo=UTC)
 
@@ -51,6 +51,16 @@ def test_read_filters_are_strictly_after(log: EventLog) -> None:
     assert log.read(after=6) == []
 
 
+def test_read_by_kind(log: EventLog) -> None:
+    log.append([ev(kind=k, n=i) for i, k in enumerate(["a", "b", "a", "c", "b"], 1)])
+    assert [e.event_id for e in log.read(kinds={"a", "c"})] == [1, 3, 4]
+    assert [e.event_id for e in log.read(after=1, kinds=["b"], limit=1)] == [2]
+    assert [e.event_id for e in log.read(persona="merge_captain", kinds={"c"})] == [4]
+    assert log.read(kinds=()) == []
+    with log.read_view() as txn:
+        assert [e.event_id for e in txn.read(after=2, kinds=frozenset({"b"}))] == [5]
+
+
 def test_multi_event_append_is_atomic(log: EventLog) -> None:
     log.append([ev(n=1)])
     with pytest.raises(RuntimeError), log.write() as txn:
@@ -79,7 +89,40 @@ def test_wait_for_append(log: EventLog) -> None:
     assert log.wait_for_append(0, 0.0) is False
     log.append([ev()])
     assert log.wait_for_append(0, 0.0) is True
+    assert log.last_seen == 1
     assert log.wait_for_append(1, 0.01) is False
+
+
+def test_postgres_waits_on_the_notify_payload(log: EventLog) -> None:
+    """A commit's NOTIFY carries its last id: the waiter needs no query to know it, ignores
+    another topic's commits on the same channel, and asks when it cannot tell."""
+    if not isinstance(log, PostgresEventLog):
+        return
+    writer = PostgresEventLog(log.url)
+    other = PostgresEventLog(log.url, topic="another.topic")
+    try:
+        assert log.wait_for_append(0, 0.0) is False  # listening from here on
+        queries: list[int] = []
+        real = log.last_event_id
+
+        def counted() -> int:
+            queries.append(1)
+            return real()
+
+        log.last_event_id = counted  # type: ignore[method-assign]
+        writer.append([ev(n=1), ev(n=2)])
+        assert log.wait_for_append(0, 5.0) is True
+        assert (log.last_seen, queries) == (2, [])
+        other.append([ev(n=3)])  # the schema's channel, another topic
+        assert log.wait_for_append(2, 0.3) is False
+        # an old writer's payload (the id alone) is answered by a query
+        writer._conn.execute(f"SELECT pg_notify('{log.channel}', '2')")
+        assert log.wait_for_append(2, 0.3) is False and queries
+        writer.append([ev(n=4)])
+        assert log.wait_for_append(2, 5.0) is True and log.last_seen == 3
+    finally:
+        writer.close()
+        other.close()
 
 
 WRITER = """

@@ -75,6 +75,9 @@ from .events import APPROVAL_RESOLUTIONS
 from .outcomes import outcome_from_trigger
 from .session import RunOptions, Session, open_session, runtime_specs
 
+#: the events serve's watcher wakes a worker for: queued work, decided approvals
+WAKE_KINDS = frozenset({Kind.WORK_QUEUED, *APPROVAL_RESOLUTIONS})
+
 CATCH_UP = timedelta(hours=24)
 FIRST_GRACE = timedelta(seconds=60)
 SECRET_ENV = "CHARTER_WEBHOOK_SECRET_{}"
@@ -701,12 +704,17 @@ class Server:
                 while not self.stopping.is_set():
                     if not log.wait_for_append(cursor, 0.5):
                         continue
-                    for event in log.read(after=cursor):
-                        cursor = event.event_id
+                    # every id up to last_seen is committed: only the events that wake a
+                    # worker are read (one replica's watcher reads after every commit of
+                    # the fleet, so reading them all cost each replica every event)
+                    head = log.last_seen
+                    for event in log.read(after=cursor, kinds=WAKE_KINDS):
+                        head = max(head, event.event_id)
                         if event.kind == Kind.WORK_QUEUED:
                             self.wake(event.persona)
-                        elif event.kind in APPROVAL_RESOLUTIONS:
+                        else:
                             self.wake(PARKED)
+                    cursor = max(cursor, head)
             except Exception as exc:  # the workers report the outage; retry quietly
                 if not store_error(exc):
                     self.log_line(f"watch stopped ({exc}); workers fall back to their tick")

@@ -9,7 +9,7 @@ so ids are assigned in commit order and a reader never sees them go backwards.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -73,9 +73,15 @@ class LogTransaction(ABC):
 
     @abstractmethod
     def read(
-        self, *, after: int = 0, persona: str | None = None, limit: int | None = None
+        self,
+        *,
+        after: int = 0,
+        persona: str | None = None,
+        limit: int | None = None,
+        kinds: Collection[str] | None = None,
     ) -> list[Event]:
-        """Events with ``event_id > after`` in id order, optionally for one persona."""
+        """Events with ``event_id > after`` in id order, optionally for one persona and
+        only of ``kinds``."""
 
     @abstractmethod
     def chains(self, *, after: int = 0, limit: int | None = None) -> list[tuple[int, str | None]]:
@@ -128,11 +134,16 @@ class EventLog(ABC):
     def read_view(self) -> AbstractContextManager[LogTransaction]:
         """A read transaction (no append/save)."""
 
+    #: the highest event id :meth:`wait_for_append` knew to be committed when it returned
+    #: (every id up to it is readable)
+    last_seen: int = 0
+
     @abstractmethod
     def wait_for_append(self, after_event_id: int, timeout: float) -> bool:
         """Block until the topic holds an event after ``after_event_id`` or ``timeout`` passes.
 
-        Returns whether such an event exists. SQLite polls; PostgreSQL uses LISTEN/NOTIFY.
+        Returns whether such an event exists (and sets :attr:`last_seen`). SQLite polls;
+        PostgreSQL uses LISTEN/NOTIFY, whose payloads carry the committed last id.
         """
 
     @abstractmethod
@@ -151,10 +162,15 @@ class EventLog(ABC):
             return txn.append(events)
 
     def read(
-        self, *, after: int = 0, persona: str | None = None, limit: int | None = None
+        self,
+        *,
+        after: int = 0,
+        persona: str | None = None,
+        limit: int | None = None,
+        kinds: Collection[str] | None = None,
     ) -> list[Event]:
         with self.read_view() as txn:
-            return txn.read(after=after, persona=persona, limit=limit)
+            return txn.read(after=after, persona=persona, limit=limit, kinds=kinds)
 
     def last_event_id(self) -> int:
         with self.read_view() as txn:

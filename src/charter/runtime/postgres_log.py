@@ -21,7 +21,7 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -153,7 +153,7 @@ class _PgTxn(LogTransaction):
         self._prefetched = self._completed = None  # read before this write: stale now
         out, rows = build_rows(self._log.topic, *self._last, events)
         log = self._log
-        last = str(out[-1].event_id)
+        last = f"{out[-1].event_id} {log.topic}"  # the NOTIFY payload (see wait_for_append)
         if len(rows) >= COPY_MIN_ROWS:
             self._flush()  # COPY cannot be pipelined: it goes at once
             with self._conn.cursor() as cur, cur.copy(log._copy_events) as copy:
@@ -169,16 +169,23 @@ class _PgTxn(LogTransaction):
         return out
 
     def read(
-        self, *, after: int = 0, persona: str | None = None, limit: int | None = None
+        self,
+        *,
+        after: int = 0,
+        persona: str | None = None,
+        limit: int | None = None,
+        kinds: Collection[str] | None = None,
     ) -> list[Event]:
         check_limit(limit)
         self._flush()
         params: list[Any] = [self._log.topic, after]
         if persona is not None:
             params.append(persona)
+        if kinds is not None:
+            params.append(sorted(kinds))
         if limit is not None:
             params.append(limit)
-        query = self._log._read_query(persona is not None, limit is not None)
+        query = self._log._read_query(persona is not None, limit is not None, kinds is not None)
         return self._log._events(self._conn.execute(query, params))
 
     def chains(self, *, after: int = 0, limit: int | None = None) -> list[tuple[int, str | None]]:
@@ -303,7 +310,7 @@ class PostgresEventLog(EventLog):
             .as_bytes(self._conn)
         )
         self._inserts: dict[int, bytes] = {}
-        self._reads: dict[tuple[bool, bool], bytes] = {}
+        self._reads: dict[tuple[bool, bool, bool], bytes] = {}
         self._save_snapshot = self._render(
             sql.SQL(
                 "INSERT INTO {}.snapshots (topic, persona, event_id, version, state) "
@@ -346,9 +353,9 @@ class PostgresEventLog(EventLog):
         """A statement rendered once: psycopg would render a ``Composed`` on every call."""
         return statement.as_bytes(self._conn)
 
-    def _read_query(self, persona: bool, limit: bool) -> bytes:
-        """Events after an id, in id order: of one persona and/or at most some."""
-        found = self._reads.get((persona, limit))
+    def _read_query(self, persona: bool, limit: bool, kinds: bool = False) -> bytes:
+        """Events after an id, in id order: of one persona, of some kinds, at most some."""
+        found = self._reads.get((persona, limit, kinds))
         if found is None:
             query = sql.SQL(
                 "SELECT event_id, persona, persona_version, actor, kind, occurred_at, payload "
@@ -356,10 +363,12 @@ class PostgresEventLog(EventLog):
             ).format(sql.Identifier(self.schema))
             if persona:
                 query += sql.SQL(" AND persona = %s")
+            if kinds:
+                query += sql.SQL(" AND kind = ANY(%s)")
             query += sql.SQL(" ORDER BY event_id")
             if limit:
                 query += sql.SQL(" LIMIT %s")
-            found = self._reads[(persona, limit)] = self._render(query)
+            found = self._reads[(persona, limit, kinds)] = self._render(query)
         return found
 
     def _persona_events(self, persona: str, after: int, limit: int) -> list[Event]:
@@ -558,9 +567,15 @@ class PostgresEventLog(EventLog):
         return int(row[0]) if row else 0
 
     def read(
-        self, *, after: int = 0, persona: str | None = None, limit: int | None = None
+        self,
+        *,
+        after: int = 0,
+        persona: str | None = None,
+        limit: int | None = None,
+        kinds: Collection[str] | None = None,
     ) -> list[Event]:
-        return _PgTxn(self, writable=False).read(after=after, persona=persona, limit=limit)
+        txn = _PgTxn(self, writable=False)
+        return txn.read(after=after, persona=persona, limit=limit, kinds=kinds)
 
     def load_persona(
         self, persona: str, version: int, limit: int, after: int | None = None
@@ -580,15 +595,27 @@ class PostgresEventLog(EventLog):
         while True:
             remaining = deadline - time.monotonic()
             if check or remaining <= 0:
-                # (the channel is the schema's: a notify may be another topic's)
-                self._observed = self.last_event_id()
+                self._observed = max(self._observed, self.last_event_id())
+                self.last_seen = self._observed
                 if self._observed > after_event_id:
                     return True
                 if remaining <= 0:
                     return False
             check = False
-            for _ in listener.notifies(timeout=remaining, stop_after=1):
-                check = True  # (every notify already received is taken with it)
+            # (every notify already received is taken with the first)
+            for note in listener.notifies(timeout=remaining, stop_after=1):
+                # a commit's payload is "<its last id> <topic>", and every id up to it is
+                # committed (ids are assigned under the lock): no query needed. The
+                # channel is the schema's, so a notify may be another topic's (ignored);
+                # anything else (a writer of an older version) is answered by a query.
+                head, _, topic = note.payload.partition(" ")
+                if topic == self.topic and head.isdigit():
+                    self._observed = max(self._observed, int(head))
+                elif not topic:
+                    check = True
+            if not check and self._observed > after_event_id:
+                self.last_seen = self._observed
+                return True
 
     def close(self) -> None:
         if self._listener is not None:

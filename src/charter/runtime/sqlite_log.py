@@ -6,7 +6,7 @@ import json
 import random
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -119,7 +119,12 @@ class _SqliteTxn(LogTransaction):
         return self._last
 
     def read(
-        self, *, after: int = 0, persona: str | None = None, limit: int | None = None
+        self,
+        *,
+        after: int = 0,
+        persona: str | None = None,
+        limit: int | None = None,
+        kinds: Collection[str] | None = None,
     ) -> list[Event]:
         check_limit(limit)
         sql = f"SELECT {_COLUMNS} FROM events WHERE topic = ? AND event_id > ?"
@@ -127,6 +132,10 @@ class _SqliteTxn(LogTransaction):
         if persona is not None:
             sql += " AND persona = ?"
             params.append(persona)
+        if kinds is not None:
+            wanted = sorted(kinds)
+            sql += f" AND kind IN ({', '.join('?' * len(wanted))})" if wanted else " AND 0"
+            params.extend(wanted)
         sql += " ORDER BY event_id"
         if limit is not None:
             sql += " LIMIT ?"
@@ -265,7 +274,8 @@ class SqliteEventLog(EventLog):
     def wait_for_append(self, after_event_id: int, timeout: float) -> bool:
         deadline = time.monotonic() + max(0.0, timeout)
         while True:
-            if self.last_event_id() > after_event_id:
+            self.last_seen = self.last_event_id()
+            if self.last_seen > after_event_id:
                 return True
             remaining = deadline - time.monotonic()
             if remaining <= 0:
