@@ -893,12 +893,15 @@ def resume_in_session(session: Session, name: str) -> ResumeResult:
     return ResumeResult(control.to_dict(), runs)
 
 
-def drain_in_session(session: Session, name: str) -> list[RunResult]:
-    """Run the work queued at ``max_concurrency`` while leases are free (FIFO)."""
+def drain_in_session(
+    session: Session, name: str, *, more: Callable[[str], None] | None = None
+) -> list[RunResult]:
+    """Run the work queued at ``max_concurrency`` while leases are free (FIFO).
+    ``more``: as for ``PersonaRuntime.drain`` (serve wakes another worker with it)."""
     runs: list[RunResult] = []
     clock = session.options.clock()
     execute = _queue_executor(session, name, clock, runs)
-    session.runtime.drain(name, at=clock(), execute=execute, clock=clock)
+    session.runtime.drain(name, at=clock(), execute=execute, clock=clock, more=more)
     return runs
 
 

@@ -1003,6 +1003,7 @@ class PersonaRuntime:
         execute: Callable[[RunReceipt, dict[str, Any]], RunReceipt] | None = None,
         limit: int | None = None,
         clock: Callable[[], datetime] | None = None,
+        more: Callable[[str], None] | None = None,
     ) -> list[RunReceipt]:
         """Admit work queued at ``max_concurrency``, oldest first, while leases are free.
 
@@ -1011,7 +1012,9 @@ class PersonaRuntime:
         full, budget refused): that item keeps its place at the head of the queue.
         ``execute`` works as in :meth:`resume`. A paused or disabled persona is not
         drained here (``resume`` drains a paused persona's queue). ``clock`` as in
-        :meth:`resume`: each item admitted at its own time.
+        :meth:`resume`: each item admitted at its own time. ``more(name)`` is called when
+        an item was admitted for ``execute`` and, as of that admission, more items wait
+        with slots free: another worker can start the next while this one runs its own.
         """
         self.spec(name)
         done: list[RunReceipt] = []
@@ -1024,21 +1027,29 @@ class PersonaRuntime:
             if ahead is None:
                 break  # a read said so: no write transaction (and no lock) for nothing
             head: list[dict[str, Any]] = []
+            left: list[bool] = []  # whether more could start after this admission
 
-            def one(batch: Batch, head: list[dict[str, Any]] = head) -> RunReceipt | None:
+            def one(
+                batch: Batch, head: list[dict[str, Any]] = head, left: list[bool] = left
+            ) -> RunReceipt | None:
                 self._expire(batch, name)
                 state = batch.state(name)
+                slots = self.spec(name).max_concurrency
                 if state.control != "active" or not state.queue:
                     return None
-                if len(live_leases(state, batch.at)) >= self.spec(name).max_concurrency:
+                if len(live_leases(state, batch.at)) >= slots:
                     return None
                 head.append(dict(state.queue[0]))
-                return self._drain_one(batch, name, state.queue[0], hold=execute is not None)
+                receipt = self._drain_one(batch, name, state.queue[0], hold=execute is not None)
+                left.append(bool(state.queue) and len(live_leases(state, batch.at)) < slots)
+                return receipt
 
             receipt = self.transact(at, one, persona=name, work_keys=ahead)
             if receipt is None:
                 break
             if execute is not None and receipt.status is ReceiptStatus.STARTED:
+                if more is not None and left and left[0]:
+                    more(name)
                 receipt = execute(receipt, self.queued_with_body(head[0]))
             done.append(receipt)
             if receipt.status in (ReceiptStatus.BUDGET_EXHAUSTED, ReceiptStatus.LEASE_BUSY):

@@ -1,0 +1,75 @@
+"""Wake-ups in ``charter serve`` (issue 15): one waiting wake-up per persona, and a
+worker that admits an item while more wait wakes the next worker (baton passing).
+Before, each persona had a wake-up per worker waiting, so every queued item woke two
+workers that raced for it, and one of them took the log's lock for nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from charter.runtime import (
+    PersonaRuntime,
+    PersonaRuntimeSpec,
+    ReceiptStatus,
+    RunReceipt,
+    SqliteEventLog,
+)
+
+from .conftest import persona_toml
+from .test_group_commit import _server
+
+AT = datetime(2026, 4, 24, 12, tzinfo=UTC)
+
+
+def test_one_waiting_wake_up_per_persona(make_pack: Callable[..., Path], tmp_path: Path) -> None:
+    pack = make_pack(persona_toml(extra="runtime = { max_concurrency = 4 }"))
+    with _server(pack, {"state_dir": str(tmp_path / "state")}) as server:
+        server.workers = 3  # (as --workers 3; this harness starts none)
+        for _ in range(5):
+            server.wake("ci_fixer")
+        server.wake("other")
+        assert server.jobs.qsize() == 2  # before: one per worker and persona
+        job = server.jobs.get_nowait()
+        server._taken(job)
+        server.wake(job)  # taken: the next one may wait again
+        assert server.jobs.qsize() == 2
+
+
+def _queued_runtime(tmp_path: Path, slots: int, items: int) -> PersonaRuntime:
+    rt = PersonaRuntime(SqliteEventLog(tmp_path), [PersonaRuntimeSpec("p", max_concurrency=slots)])
+    for n in range(items):
+        rt.trigger("p", provider="t", kind="go", metadata={"id": str(n)}, at=AT, force=True,
+                   defer=True)  # fmt: skip
+    return rt
+
+
+def test_a_drain_wakes_the_next_worker_while_more_could_start(tmp_path: Path) -> None:
+    rt = _queued_runtime(tmp_path / "a", slots=2, items=3)
+    calls: list[tuple[str, int]] = []
+    started: list[int] = []
+
+    def execute(receipt: RunReceipt, item: dict[str, Any]) -> RunReceipt:
+        started.append(len(calls))
+        return rt.finish_run("p", receipt.run_id or "", at=AT + timedelta(seconds=1))
+
+    done = rt.drain("p", at=AT, execute=execute, more=lambda name: calls.append((name, 0)))
+    assert [r.status for r in done] == [ReceiptStatus.COMPLETED] * 3
+    # after the first and second admissions two and one items waited with a slot free;
+    # the third left the queue empty. Each call comes before that item runs.
+    assert calls == [("p", 0), ("p", 0)] and started == [1, 2, 2]
+    rt.log.close()
+
+
+def test_no_baton_when_no_slot_is_free(tmp_path: Path) -> None:
+    rt = _queued_runtime(tmp_path / "b", slots=1, items=2)
+    calls: list[str] = []
+
+    def execute(receipt: RunReceipt, item: dict[str, Any]) -> RunReceipt:
+        return rt.finish_run("p", receipt.run_id or "", at=AT + timedelta(seconds=1))
+
+    assert len(rt.drain("p", at=AT, execute=execute, more=calls.append)) == 2
+    assert calls == []  # its own run held the only slot each time
+    rt.log.close()
