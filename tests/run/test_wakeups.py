@@ -5,11 +5,17 @@ workers that raced for it, and one of them took the log's lock for nothing."""
 
 from __future__ import annotations
 
+import queue
+import threading
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from charter.run.serve import REMOTE_WAKE_DELAY_S
 from charter.runtime import (
     PersonaRuntime,
     PersonaRuntimeSpec,
@@ -19,7 +25,7 @@ from charter.runtime import (
 )
 
 from .conftest import persona_toml
-from .test_group_commit import _server
+from .test_group_commit import _body, _headers, _server
 
 AT = datetime(2026, 4, 24, 12, tzinfo=UTC)
 
@@ -73,3 +79,36 @@ def test_no_baton_when_no_slot_is_free(tmp_path: Path) -> None:
     assert len(rt.drain("p", at=AT, execute=execute, more=calls.append)) == 2
     assert calls == []  # its own run held the only slot each time
     rt.log.close()
+
+
+def _take(server: Any, timeout: float) -> Any:
+    job = server.jobs.get(timeout=timeout)
+    server._taken(job)
+    return job
+
+
+def test_own_webhooks_wake_once_and_other_replicas_work_a_moment_later(
+    make_pack: Callable[..., Path], tmp_path: Path
+) -> None:
+    state = {"state_dir": str(tmp_path / "state")}
+    pack = make_pack(persona_toml(extra="runtime = { max_concurrency = 4 }"))
+    with _server(pack, state) as server, _server(pack, state) as elsewhere:
+        watcher = threading.Thread(target=server.watch, daemon=True)
+        watcher.start()
+        try:
+            time.sleep(0.3)  # the watcher has its cursor
+            assert server.accept_webhook("test", _body("own"), _headers(_body("own")))[0] == 202
+            assert _take(server, 5) == "actor"  # the accept thread's own wake-up
+            with pytest.raises(queue.Empty):  # the watcher leaves it to that one
+                _take(server, 0.5)
+            assert not server._own_queued  # (and forgot it)
+            posted = time.monotonic()
+            body = _body("remote")
+            assert elsewhere.accept_webhook("test", body, _headers(body))[0] == 202
+            assert _take(server, 5) == "actor"  # another replica's: woken, once
+            assert time.monotonic() - posted >= REMOTE_WAKE_DELAY_S
+            with pytest.raises(queue.Empty):
+                _take(server, 0.3)
+        finally:
+            server.stopping.set()
+            watcher.join(timeout=10)

@@ -49,6 +49,7 @@ from charter.runtime import (
     Kind,
     PersonaRuntime,
     PersonaRuntimeError,
+    ReceiptStatus,
     TriggerError,
     WorkItem,
     declares_trigger,
@@ -77,6 +78,10 @@ from .session import RunOptions, Session, open_session, runtime_specs
 
 #: the events serve's watcher wakes a worker for: queued work, decided approvals
 WAKE_KINDS = frozenset({Kind.WORK_QUEUED, *APPROVAL_RESOLUTIONS})
+#: event ids of this replica's own queued webhooks kept for its watcher to skip, at most
+OWN_QUEUED_MAX = 10_000
+#: how long a replica waits before looking at work another replica queued (see watch)
+REMOTE_WAKE_DELAY_S = 0.025
 
 CATCH_UP = timedelta(hours=24)
 FIRST_GRACE = timedelta(seconds=60)
@@ -403,6 +408,7 @@ class Server:
         # wake-ups waiting per persona: more than one per worker wakes no one more
         self._wakes: dict[str, int] = {}
         self._wakes_lock = threading.Lock()
+        self._own_queued: set[int] = set()  # see _own
         # webhooks waiting for the accept thread: taken together, one transaction a turn
         self._accepting: list[_Pending] = []
         self._accepting_lock = threading.Lock()
@@ -498,8 +504,6 @@ class Server:
             return 503, {"error": f"could not record the webhook: {exc}"}
         for name, status in accepted:
             self.log_line(f"webhook {provider} -> {name} {work_key}: {status}")
-            if status == "queued":
-                self.wake(name)  # the queue itself is in the log
         if outcome:
             self.jobs.put(WebhookJob("", provider, kind, payload, {}))
         self.metrics.admission.observe(time.perf_counter() - started)
@@ -519,6 +523,16 @@ class Server:
                 return
             self._wakes[job] = 1
         self.jobs.put(job)
+
+    def _own(self, event_id: int) -> bool:
+        """Whether this replica's accept thread queued ``event_id`` (and woke for it)."""
+        with self._wakes_lock:
+            return event_id in self._own_queued
+
+    def _forget_own(self, upto: int) -> None:
+        """The watcher is past ``upto``: it will not ask about those ids again."""
+        with self._wakes_lock:
+            self._own_queued = {i for i in self._own_queued if i > upto}
 
     def _requeue(self, job: str | WebhookJob) -> None:
         if isinstance(job, str):
@@ -569,6 +583,16 @@ class Server:
                 pending.done.set_exception(exc)
             return
         self.store_back()
+        # wake a worker for what was queued (the queue itself is in the log); the watcher
+        # will see these events too and leaves them to this wake-up: two wake-ups for one
+        # item sent two workers racing for it, one taking the log's lock for nothing
+        queued = [r for r in receipts if r.status is ReceiptStatus.QUEUED]
+        with self._wakes_lock:
+            if len(self._own_queued) > OWN_QUEUED_MAX:  # (a watcher that is away)
+                self._own_queued.clear()
+            self._own_queued.update(i for r in queued for i in r.event_ids)
+        for name in dict.fromkeys(r.persona for r in queued):
+            self.wake(name)
         at = 0
         for pending, count in taken:
             pending.done.set_result(
@@ -696,6 +720,7 @@ class Server:
         from another host): ``LISTEN/NOTIFY`` on PostgreSQL, a short poll on SQLite."""
         cursor: int | None = None
         delay = BACKOFF_START
+        later: dict[str, float] = {}  # persona -> when to wake a worker for it
         while not self.stopping.is_set():
             log = None
             try:
@@ -708,7 +733,13 @@ class Server:
                     cursor = log.last_event_id()
                 delay = BACKOFF_START
                 while not self.stopping.is_set():
-                    if not log.wait_for_append(cursor, 0.5):
+                    now = time.monotonic()
+                    for name, due in list(later.items()):
+                        if due <= now:
+                            del later[name]
+                            self.wake(name)
+                    wait = min([0.5, *(due - now for due in later.values())])
+                    if not log.wait_for_append(cursor, max(0.001, wait)):
                         continue
                     # every id up to last_seen is committed: only the events that wake a
                     # worker are read (one replica's watcher reads after every commit of
@@ -716,11 +747,17 @@ class Server:
                     head = log.last_seen
                     for event in log.read(after=cursor, kinds=WAKE_KINDS):
                         head = max(head, event.event_id)
-                        if event.kind == Kind.WORK_QUEUED:
-                            self.wake(event.persona)
-                        else:
+                        if event.kind != Kind.WORK_QUEUED:
                             self.wake(PARKED)
+                        elif not self._own(event.event_id):
+                            # another replica queued it and woke a worker of its own:
+                            # look a moment later, when that one has most likely taken
+                            # it (racing it cost the log's lock for nothing, once per
+                            # item and replica); taken if it is still there then
+                            due = time.monotonic() + REMOTE_WAKE_DELAY_S
+                            later.setdefault(event.persona, due)
                     cursor = max(cursor, head)
+                    self._forget_own(cursor)
             except Exception as exc:  # the workers report the outage; retry quietly
                 if not store_error(exc):
                     self.log_line(f"watch stopped ({exc}); workers fall back to their tick")
