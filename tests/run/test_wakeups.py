@@ -15,10 +15,11 @@ from typing import Any
 
 import pytest
 
-from charter.run.serve import REMOTE_WAKE_DELAY_S
+from charter.run.serve import REMOTE_WAKE_DELAY_S, TICK_EVERY_S, Supervisor
 from charter.runtime import (
     PersonaRuntime,
     PersonaRuntimeSpec,
+    PostgresEventLog,
     ReceiptStatus,
     RunReceipt,
     SqliteEventLog,
@@ -26,6 +27,7 @@ from charter.runtime import (
 
 from .conftest import persona_toml
 from .test_group_commit import _body, _headers, _server
+from .test_postgres import pg_url  # noqa: F401  (the fixture)
 
 AT = datetime(2026, 4, 24, 12, tzinfo=UTC)
 
@@ -112,3 +114,70 @@ def test_own_webhooks_wake_once_and_other_replicas_work_a_moment_later(
         finally:
             server.stopping.set()
             watcher.join(timeout=10)
+
+
+def test_the_watcher_reads_only_when_a_commit_could_wake_a_worker(
+    make_pack: Callable[..., Path],
+    pg_url: str,  # noqa: F811  (the fixture)
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PostgreSQL's notify payloads carry each commit's kinds: commits that queue nothing
+    (admissions, finishes, heartbeats) cost the watchers of the fleet no read."""
+    reads: list[object] = []
+    real = PostgresEventLog.read
+
+    def counted(self: PostgresEventLog, **kw: Any) -> Any:
+        reads.append(kw.get("kinds"))
+        return real(self, **kw)
+
+    monkeypatch.setattr(PostgresEventLog, "read", counted)
+    pack = make_pack(persona_toml(extra="runtime = { max_concurrency = 4 }"))
+    with _server(pack, {"state_url": pg_url}) as server:
+        watcher = threading.Thread(target=server.watch, daemon=True)
+        watcher.start()
+        writer = PersonaRuntime(PostgresEventLog(pg_url), [PersonaRuntimeSpec("actor")])
+        try:
+            time.sleep(0.3)
+            for n in range(5):  # runs that start and finish at once: nothing queued
+                writer.trigger("actor", provider="t", kind="go", metadata={"id": str(n)},
+                               at=AT, force=True)  # fmt: skip
+            time.sleep(0.5)
+            assert reads == []  # before: one read per commit
+            writer.trigger("actor", provider="t", kind="go", metadata={"id": "q"}, at=AT,
+                           force=True, defer=True)  # fmt: skip
+            assert _take(server, 5) == "actor"
+            assert len(reads) == 1
+        finally:
+            server.stopping.set()
+            watcher.join(timeout=10)
+            writer.log.close()
+
+
+def test_the_primary_worker_ticks_at_most_every_tick_interval_between_jobs(
+    make_pack: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ticks: list[float] = []
+    real = Supervisor.tick
+
+    def counted(self: Supervisor, now: datetime) -> Any:
+        ticks.append(time.monotonic())
+        return real(self, now)
+
+    monkeypatch.setattr(Supervisor, "tick", counted)
+    pack = make_pack(persona_toml(extra="runtime = { max_concurrency = 4 }"))
+    with _server(pack, {"state_dir": str(tmp_path / "state")}) as server:
+        server.listening.set()
+        worker = threading.Thread(target=server.work, daemon=True)
+        worker.start()
+        try:
+            assert server.ready.wait(30)
+            start = time.monotonic()
+            while time.monotonic() - start < 1.2:  # a job every 20 ms, as under load
+                server.jobs.put("nobody")  # (an unknown persona: nothing to do)
+                time.sleep(0.02)
+            took = time.monotonic() - start
+        finally:
+            server.stopping.set()
+            worker.join(timeout=30)
+    during = [t for t in ticks if start <= t <= start + took]
+    assert 1 <= len(during) <= took / TICK_EVERY_S + 1, during  # before: one per job (~60)

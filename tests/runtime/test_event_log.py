@@ -110,16 +110,25 @@ def test_postgres_waits_on_the_notify_payload(log: EventLog) -> None:
             return real()
 
         log.last_event_id = counted  # type: ignore[method-assign]
-        writer.append([ev(n=1), ev(n=2)])
+        writer.append([ev(n=1), ev(kind="persona.x", n=2)])
         assert log.wait_for_append(0, 5.0) is True
         assert (log.last_seen, queries) == (2, [])
+        assert log.kinds_seen == {Kind.TRIGGER_RECEIVED, "persona.x"}
         other.append([ev(n=3)])  # the schema's channel, another topic
         assert log.wait_for_append(2, 0.3) is False
         # an old writer's payload (the id alone) is answered by a query
         writer._conn.execute(f"SELECT pg_notify('{log.channel}', '2')")
         assert log.wait_for_append(2, 0.3) is False and queries
-        writer.append([ev(n=4)])
+        writer.append([ev(kind="persona.y", n=4)])
         assert log.wait_for_append(2, 5.0) is True and log.last_seen == 3
+        assert log.kinds_seen == {"persona.y"}
+        writer.append([ev(kind="persona.z", n=5)])
+        writer.append([ev(n=6)])
+        assert log.wait_for_append(3, 5.0) is True
+        # whatever was notified since the last return (here one or both commits)
+        assert log.kinds_seen is not None and "persona.z" in log.kinds_seen
+        # a caller past what it saw, with no notify to go by, asks: kinds unknown
+        assert log.wait_for_append(1, 0.0) is True and log.kinds_seen is None
     finally:
         writer.close()
         other.close()

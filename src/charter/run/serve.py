@@ -83,6 +83,9 @@ WAKE_KINDS = frozenset({Kind.WORK_QUEUED, *APPROVAL_RESOLUTIONS})
 OWN_QUEUED_MAX = 10_000
 #: how long a replica waits before looking at work another replica queued (see watch)
 REMOTE_WAKE_DELAY_S = 0.025
+#: the primary worker's tick (parked runs, queues, handoffs) at most this often between
+#: jobs; a due schedule ticks at once
+TICK_EVERY_S = 0.5
 
 CATCH_UP = timedelta(hours=24)
 FIRST_GRACE = timedelta(seconds=60)
@@ -620,6 +623,8 @@ class Server:
         session: Session | None = None
         first = True
         delay = BACKOFF_START
+        tick_after = 0.0  # (monotonic) the primary's next tick between jobs
+        upcoming: datetime | None = None
         try:
             generation = self._generation
             while not self.stopping.is_set():
@@ -637,6 +642,7 @@ class Server:
                         )
                         supervisor.log_line = self.log_line
                         supervisor.more = self.wake
+                        tick_after = 0.0  # a fresh session ticks at once
                         self.store_back()
                         delay = BACKOFF_START
                         if primary and first:
@@ -647,7 +653,14 @@ class Server:
                         first = False
                     if primary:
                         now = self.options.clock()()
-                        supervisor.tick(now)  # schedules, parked runs, every queue, handoffs
+                        # schedules, parked runs, every queue, handoffs: once per
+                        # TICK_EVERY_S between jobs, and at once when a schedule is due
+                        # (it read every persona's state after every job: three reads per
+                        # webhook at load, for what wake-ups already bring)
+                        mono = time.monotonic()
+                        if mono >= tick_after or (upcoming is not None and upcoming <= now):
+                            supervisor.tick(now)
+                            tick_after = mono + TICK_EVERY_S
                         upcoming = supervisor.next_due(now)
                         wait = 1.0 if upcoming is None else (upcoming - utc_now()).total_seconds()
                     else:
@@ -741,6 +754,11 @@ class Server:
                             self.wake(name)
                     wait = min([0.5, *(due - now for due in later.values())])
                     if not log.wait_for_append(cursor, max(0.001, wait)):
+                        continue
+                    if log.kinds_seen is not None and not (log.kinds_seen & WAKE_KINDS):
+                        # told what was appended, and none of it wakes a worker: no read
+                        cursor = max(cursor, log.last_seen)
+                        self._forget_own(cursor)
                         continue
                     # every id up to last_seen is committed: only the events that wake a
                     # worker are read (one replica's watcher reads after every commit of

@@ -137,6 +137,10 @@ class EventLog(ABC):
     #: the highest event id :meth:`wait_for_append` knew to be committed when it returned
     #: (every id up to it is readable)
     last_seen: int = 0
+    #: the kinds of the events :meth:`wait_for_append` learnt of since it last returned
+    #: (PostgreSQL's notify payloads carry them), or ``None`` when it cannot tell: a
+    #: caller interested in some kinds only need not read when none of them is here
+    kinds_seen: frozenset[str] | None = None
 
     @abstractmethod
     def wait_for_append(self, after_event_id: int, timeout: float) -> bool:

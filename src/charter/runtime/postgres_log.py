@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import time
@@ -92,6 +93,18 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def _notice(payload: str) -> tuple[str, int, list[str]] | None:
+    """A NOTIFY payload's ``(topic, last id, kinds)``, or ``None`` if it is not one."""
+    try:
+        sent = json.loads(payload)
+        topic, last, kinds = sent["topic"], sent["id"], sent["kinds"]
+    except (ValueError, TypeError, KeyError):
+        return None
+    if not isinstance(topic, str) or not isinstance(last, int) or not isinstance(kinds, list):
+        return None
+    return topic, last, [str(k) for k in kinds]
+
+
 def _lock_key(schema: str, topic: str) -> int:
     digest = hashlib.sha256(f"charter:{schema}:{topic}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
@@ -153,7 +166,11 @@ class _PgTxn(LogTransaction):
         self._prefetched = self._completed = None  # read before this write: stale now
         out, rows = build_rows(self._log.topic, *self._last, events)
         log = self._log
-        last = f"{out[-1].event_id} {log.topic}"  # the NOTIFY payload (see wait_for_append)
+        # the NOTIFY payload (see wait_for_append): this append's last id and kinds
+        last = json.dumps(
+            {"id": out[-1].event_id, "topic": log.topic, "kinds": sorted({e.kind for e in out})},
+            separators=(",", ":"),
+        )
         if len(rows) >= COPY_MIN_ROWS:
             self._flush()  # COPY cannot be pipelined: it goes at once
             with self._conn.cursor() as cur, cur.copy(log._copy_events) as copy:
@@ -271,6 +288,7 @@ class PostgresEventLog(EventLog):
         self._lock = _lock_key(self.schema, topic)
         self._listener: psycopg.Connection[Any] | None = None
         self._observed = 0  # the last id wait_for_append saw (while listening)
+        self._kinds: set[str] = set()  # kinds notified since wait_for_append last returned
         self._conninfo = conninfo
         self._connect_timeout = connect_timeout
         try:
@@ -598,23 +616,28 @@ class PostgresEventLog(EventLog):
                 self._observed = max(self._observed, self.last_event_id())
                 self.last_seen = self._observed
                 if self._observed > after_event_id:
+                    self.kinds_seen, self._kinds = None, set()  # (the query tells no kinds)
                     return True
                 if remaining <= 0:
                     return False
             check = False
             # (every notify already received is taken with the first)
             for note in listener.notifies(timeout=remaining, stop_after=1):
-                # a commit's payload is "<its last id> <topic>", and every id up to it is
-                # committed (ids are assigned under the lock): no query needed. The
-                # channel is the schema's, so a notify may be another topic's (ignored);
-                # anything else (a writer of an older version) is answered by a query.
-                head, _, topic = note.payload.partition(" ")
-                if topic == self.topic and head.isdigit():
-                    self._observed = max(self._observed, int(head))
-                elif not topic:
+                # A commit's payload is {"id": its last id, "topic", "kinds"}, and every
+                # id up to it is committed (ids are assigned under the lock) and notified
+                # in commit order: no query needed, and the kinds say what happened since
+                # the last return. The channel is the schema's, so a notify may be another
+                # topic's (ignored); anything else (a writer of an older version) is
+                # answered by a query.
+                sent = _notice(note.payload)
+                if sent is None:
                     check = True
+                elif sent[0] == self.topic:
+                    self._observed = max(self._observed, sent[1])
+                    self._kinds.update(sent[2])
             if not check and self._observed > after_event_id:
                 self.last_seen = self._observed
+                self.kinds_seen, self._kinds = frozenset(self._kinds), set()
                 return True
 
     def close(self) -> None:
