@@ -198,3 +198,12 @@ def test_postgres_sessions_end_when_left_idle_in_a_transaction(
     assert conninfo_to_dict(both)["options"] == (
         "-c search_path=elsewhere -c idle_in_transaction_session_timeout=5000"
     )
+    # the client's side: unacknowledged data and idle connections time out (the effect:
+    # tests/run/test_hosts_netns.py); a URL's own value is kept
+    given = conninfo_to_dict(session_conninfo(f"{base}?tcp_user_timeout=2500"))
+    assert (given["tcp_user_timeout"], given["keepalives"], given["keepalives_idle"]) == (
+        "2500",
+        "1",
+        "10",
+    )
+    assert conninfo_to_dict(session_conninfo(base))["tcp_user_timeout"] == "10000"

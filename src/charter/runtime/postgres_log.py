@@ -52,19 +52,34 @@ IDLE_IN_TRANSACTION_MS = 5000
 _IDLE_SETTING = "idle_in_transaction_session_timeout"
 
 
+#: The client side of the same: a connection whose sent data stays unacknowledged this
+#: long (a partition: nothing is reset, TCP would retry for about 15 minutes) is closed,
+#: and an idle one is probed by keepalives, so a cut-off replica's threads fail and
+#: reconnect in seconds (its webhooks get a 503) instead of hanging on a dead socket.
+#: Each is kept as given in the URL.
+CLIENT_TIMEOUTS = {
+    "tcp_user_timeout": "10000",
+    "keepalives": "1",
+    "keepalives_idle": "10",
+    "keepalives_interval": "5",
+    "keepalives_count": "3",
+}
+
+
 def session_conninfo(conninfo: str) -> str:
     """``conninfo`` with charter's session settings added to its ``options`` (or to
-    ``PGOPTIONS``, which an explicit ``options`` replaces), unless already set there."""
+    ``PGOPTIONS``, which an explicit ``options`` replaces), unless already set there, and
+    the client's :data:`CLIENT_TIMEOUTS` unless set."""
     try:
-        options = conninfo_to_dict(conninfo).get("options")
+        given = conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError:
         return conninfo  # psycopg.connect reports the bad conninfo itself
+    extra = {key: value for key, value in CLIENT_TIMEOUTS.items() if key not in given}
+    options = given.get("options")
     base = str(options) if options is not None else os.environ.get("PGOPTIONS", "")
-    if _IDLE_SETTING in base:
-        return conninfo
-    return make_conninfo(
-        conninfo, options=f"{base} -c {_IDLE_SETTING}={IDLE_IN_TRANSACTION_MS}".strip()
-    )
+    if _IDLE_SETTING not in base:
+        extra["options"] = f"{base} -c {_IDLE_SETTING}={IDLE_IN_TRANSACTION_MS}".strip()
+    return make_conninfo(conninfo, **extra) if extra else conninfo
 
 
 def split_state_url(url: str) -> tuple[str, str]:
