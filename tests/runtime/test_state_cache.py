@@ -5,12 +5,13 @@ to a state may reach the held one."""
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from runtime_support import AT0
 
@@ -21,6 +22,7 @@ from charter.runtime import (
     PersonaRuntimeSpec,
     ReceiptStatus,
     SqliteEventLog,
+    UnknownRunError,
 )
 from charter.runtime.state import PersonaState, apply
 
@@ -47,7 +49,9 @@ def _step(rt: PersonaRuntime, op: str, key: str, at: Any) -> None:
     elif op == "finish":
         runs = rt.state(W).runs
         if runs:
-            rt.finish_run(W, sorted(runs)[0], at=at)
+            # (refused when its lease expired meanwhile: recovered as failed instead)
+            with contextlib.suppress(UnknownRunError):
+                rt.finish_run(W, sorted(runs)[0], at=at)
     elif op == "drain":
         rt.drain(W, at=at, execute=lambda r, _q: rt.finish_run(W, r.run_id or "", at=at))
     elif op == "pause":
@@ -77,6 +81,8 @@ OPS = ["run", "hold", "accept", "finish", "drain", "pause", "resume", "rollback"
 
 
 @settings(max_examples=30, deadline=None)
+# found in CI: the held run's lease expired before the finish (a refused finish)
+@example([(0, "hold", "a"), *[(0, "run", "a")] * 8, (0, "finish", "a")])
 @given(
     st.lists(
         st.tuples(st.integers(0, 1), st.sampled_from(OPS), st.sampled_from("abcd")),
