@@ -129,6 +129,10 @@ def test_postgres_waits_on_the_notify_payload(log: EventLog) -> None:
         assert log.kinds_seen is not None and "persona.z" in log.kinds_seen
         # a caller past what it saw, with no notify to go by, asks: kinds unknown
         assert log.wait_for_append(1, 0.0) is True and log.kinds_seen is None
+        # kinds that would not fit in a payload are left out: the waiter cannot tell
+        writer.append([ev(kind=f"persona.k{n:04d}" + "x" * 60) for n in range(120)])
+        assert log.wait_for_append(5, 5.0) is True and log.kinds_seen is None
+        assert log.last_seen == 125
     finally:
         writer.close()
         other.close()

@@ -108,6 +108,10 @@ def redact(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+#: a NOTIFY payload longer than this leaves the kinds out (listeners then read to know)
+NOTIFY_MAX = 7000
+
+
 def _notice(payload: str) -> tuple[str, int, list[str]] | None:
     """A NOTIFY payload's ``(topic, last id, kinds)``, or ``None`` if it is not one."""
     try:
@@ -182,10 +186,12 @@ class _PgTxn(LogTransaction):
         out, rows = build_rows(self._log.topic, *self._last, events)
         log = self._log
         # the NOTIFY payload (see wait_for_append): this append's last id and kinds
+        kinds = sorted({e.kind for e in out})
         last = json.dumps(
-            {"id": out[-1].event_id, "topic": log.topic, "kinds": sorted({e.kind for e in out})},
-            separators=(",", ":"),
+            {"id": out[-1].event_id, "topic": log.topic, "kinds": kinds}, separators=(",", ":")
         )
+        if len(last) > NOTIFY_MAX:  # (PostgreSQL's limit is 8000 bytes) listeners will ask
+            last = json.dumps({"id": out[-1].event_id, "topic": log.topic})
         if len(rows) >= COPY_MIN_ROWS:
             self._flush()  # COPY cannot be pipelined: it goes at once
             with self._conn.cursor() as cur, cur.copy(log._copy_events) as copy:
