@@ -80,10 +80,6 @@ class StateCache:
         held = self.get(persona)
         return None if held is None else held[0].last_event_id
 
-    def clear(self) -> None:
-        with self._lock:
-            self._held.clear()
-
 
 def prefetch(
     persona: str, work_keys: Sequence[str] = (), cache: StateCache | None = None
