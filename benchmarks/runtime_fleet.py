@@ -155,9 +155,13 @@ def run_case(
                 open_event_log(state_dir=location))  # fmt: skip
             try:
                 deadline = time.time() + 300
+                done = {}
+                seen = 0  # read on from here: rereading the whole log competed with the fleet
                 while time.time() < deadline:
-                    done = {e.payload["work_key"]: e for e in log.iter_all(persona="worker")
-                            if e.kind == "persona.run.completed"}  # fmt: skip
+                    for e in log.read(after=seen, persona="worker", limit=5000):
+                        seen = e.event_id
+                        if e.kind == "persona.run.completed":
+                            done[e.payload["work_key"]] = e
                     if len(done) >= n:
                         break
                     time.sleep(0.2)

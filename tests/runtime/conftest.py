@@ -7,13 +7,11 @@ the reason otherwise (``make test`` starts the server first).
 
 from __future__ import annotations
 
-import os
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from runtime_support import AT0, make_specs  # noqa: F401  (AT0 re-exported)
+from runtime_support import AT0, make_specs, pg_unreachable, pg_url  # noqa: F401  (AT0 re-exported)
 
 from charter.runtime import (
     EventLog,
@@ -23,19 +21,6 @@ from charter.runtime import (
     PostgresEventLog,
     SqliteEventLog,
 )
-
-PG_BASE_URL = os.environ.get("CHARTER_TEST_PG_URL", "postgresql://127.0.0.1:5432/test")
-
-
-def pg_url() -> str:
-    return f"{PG_BASE_URL}?schema=charter_t_{uuid.uuid4().hex[:12]}"
-
-
-def _pg_unreachable(exc: Exception) -> None:
-    message = f"PostgreSQL at {PG_BASE_URL} is unreachable: {exc}"
-    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(message)
-    pytest.skip(message + " (run `make services`)")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -53,7 +38,7 @@ def state_location(backend: str, tmp_path: Path) -> Iterator[dict[str, str]]:
     try:
         probe = PostgresEventLog(url)
     except EventLogError as exc:
-        _pg_unreachable(exc)
+        pg_unreachable(exc)
         raise
     try:
         yield {"url": url}

@@ -2,11 +2,29 @@
 
 from __future__ import annotations
 
+import os
+import uuid
 from datetime import UTC, datetime
+
+import pytest
 
 from charter.runtime import BudgetSpec, PersonaRuntimeSpec
 
 AT0 = datetime(2026, 4, 24, 12, 30, tzinfo=UTC)
+PG_BASE_URL = os.environ.get("CHARTER_TEST_PG_URL", "postgresql://127.0.0.1:5432/test")
+
+
+def pg_url() -> str:
+    """A URL of a fresh schema on the test server."""
+    return f"{PG_BASE_URL}?schema=charter_t_{uuid.uuid4().hex[:12]}"
+
+
+def pg_unreachable(exc: Exception) -> None:
+    """Fail under ``CI=true``, skip with the reason otherwise."""
+    message = f"PostgreSQL at {PG_BASE_URL} is unreachable: {exc}"
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(message)
+    pytest.skip(message + " (run `make services`)")
 
 
 def make_specs() -> list[PersonaRuntimeSpec]:

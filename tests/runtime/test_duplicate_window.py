@@ -191,6 +191,6 @@ def test_the_lookup_can_use_the_partial_index(log: Any) -> None:
     conn.execute("SET enable_seqscan = off")
     conn.execute("SET enable_bitmapscan = off")
     plan = "\n".join(
-        r[0] for r in conn.execute(b"EXPLAIN " + log._completions, (log.topic, W, ["a", "b"]))
+        r[0] for r in conn.execute(b"EXPLAIN " + log._completions, (["a", "b"], log.topic, W))
     )
     assert "events_completed_by_key" in plan, plan
