@@ -41,9 +41,19 @@ def _statements(log: PostgresEventLog) -> dict[str, tuple[bytes, tuple[Any, ...]
         "head": (log._read_head.encode(), ()),
         "absent": (log._completions, (["absent"], log.topic, PERSONA)),
         "three": (log._completions, (["k2997", "absent", "k3"], log.topic, PERSONA)),
-        "tail": (log._persona_after, (log.topic, after, PERSONA, 100)),
+        "tail": (log._read_query(True, True), (log.topic, after, PERSONA, 100)),
+        "since": _positional(
+            log._persona_since,
+            {"topic": log.topic, "persona": PERSONA, "version": 2, "after": after, "limit": 100},
+        ),
         "kinds": (log._read_query(False, False, True), (log.topic, after, WATCHED)),
     }
+
+
+def _positional(statement: bytes, named: dict[str, Any]) -> tuple[bytes, tuple[Any, ...]]:
+    """A statement with ``%(name)s`` placeholders as one with ``%s`` and its values."""
+    names = re.findall(rb"%\((\w+)\)s", statement)
+    return re.sub(rb"%\(\w+\)s", b"%s", statement), tuple(named[n.decode()] for n in names)
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +156,7 @@ def test_the_duplicate_window_lookup_touches_a_few_pages_per_key(
     }
 
 
-@pytest.mark.parametrize("name", ["tail", "kinds"])
+@pytest.mark.parametrize("name", ["tail", "since", "kinds"])
 def test_reads_after_an_id_touch_pages_for_what_they_return(
     grown: PostgresEventLog, name: str
 ) -> None:

@@ -115,19 +115,28 @@ def test_a_writer_reads_only_the_events_after_the_state_it_holds(log: EventLog) 
         assert held is not None and held[0].last_event_id == log.last_event_id()
         _go(other, "elsewhere", AT0 + T(seconds=1))  # another process writes
         seen: list[Any] = []
-        real = log.load_persona
+        real_load, real_since = log.load_persona, log.persona_since
 
-        def spy(*args: Any, **kw: Any) -> Any:
-            answer = real(*args, **kw)
-            seen.append((kw.get("after"), answer))
+        def load(*args: Any) -> Any:
+            seen.append(("load", args))
+            return real_load(*args)
+
+        def since(persona: str, version: int, after: int, limit: int) -> Any:
+            answer = real_since(persona, version, after, limit)
+            seen.append((after, answer))
             return answer
 
-        log.load_persona = spy  # type: ignore[method-assign]
+        log.load_persona = load  # type: ignore[method-assign]
+        log.persona_since = since  # type: ignore[method-assign]
         state = rt.state(W)
-        assert [(after, snap, [e.kind for e in ev]) for after, (snap, ev) in seen] == [
-            (held[0].last_event_id, None, [Kind.TRIGGER_RECEIVED, Kind.LEASE_ACQUIRED,
+        # no snapshot decoded: the held state and the one run written since (and where
+        # the stored snapshot is, saved by rt's writes every 32 events)
+        assert [(after, [e.kind for e in ev]) for after, (_, ev) in seen] == [
+            (held[0].last_event_id, [Kind.TRIGGER_RECEIVED, Kind.LEASE_ACQUIRED,
              Kind.RUN_STARTED, Kind.RUN_COMPLETED, Kind.LEASE_RELEASED]),
         ]  # fmt: skip
+        stored = seen[0][1][0]
+        assert stored is not None and 200 - 32 < stored <= 200
         assert state.last_run is not None and state.last_run["work_key"].endswith("elsewhere")
         assert _go(rt, "elsewhere", AT0 + T(seconds=2)).status is ReceiptStatus.DUPLICATE
     finally:
@@ -161,3 +170,69 @@ def test_fork_shares_nothing_apply_changes() -> None:
     for n, (kind, payload) in enumerate(later, 10):
         apply(fork, Event(n, "t", W, kind, AT0, payload, "a", None))
     assert state.to_dict() == before
+
+
+def _count_saves(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Each snapshot a writer saves, by its queue length."""
+    import charter.runtime.engine as engine
+
+    saved: list[int] = []
+    real = engine.save_state
+
+    def save(txn: Any, state: PersonaState) -> None:
+        saved.append(len(state.queue))
+        real(txn, state)
+
+    monkeypatch.setattr(engine, "save_state", save)
+    return saved
+
+
+def _second(log: EventLog) -> EventLog:
+    return type(log)(log.path.parent) if isinstance(log, SqliteEventLog) else type(log)(log.url)  # type: ignore[attr-defined]
+
+
+def test_runtimes_taking_turns_save_a_snapshot_every_32_events_between_them(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica's threads each hold a runtime: each counted the tail from its own last
+    read, so three of them saved about three snapshots where one was due. Each read now
+    says where the stored snapshot is."""
+    saved = _count_saves(monkeypatch)
+    logs = [log, _second(log), _second(log)]
+    runtimes = [PersonaRuntime(one, [SPEC]) for one in logs]
+    try:
+        for n in range(60):  # 5 events a run: 300 events
+            _go(runtimes[n % 3], f"k{n}", AT0 + T(seconds=n))
+        events = log.last_event_id()
+        assert events == 300
+        assert events // 32 - 1 <= len(saved) <= events // 32 + 1, saved
+        assert runtimes[0].state(W).to_dict() == runtimes[0].projection.rebuild(W).to_dict()
+    finally:
+        for one in logs[1:]:
+            one.close()
+
+
+def test_a_backlog_is_saved_after_more_events_and_still_read_right(
+    log: EventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saving a snapshot costs its queue's length: with 400 queued the writer lets a
+    quarter of that follow the stored snapshot, not 32 events. A reader without a held
+    state folds that longer tail and does not compact it (take the write lock) first."""
+    rt = PersonaRuntime(log, [SPEC])
+    rt.pause(W, at=AT0)
+    for n in range(400):
+        _go(rt, f"q{n}", AT0 + T(seconds=1))
+    saved = _count_saves(monkeypatch)
+    for n in range(200):  # 2 events each (received, queued): 400 events
+        _go(rt, f"r{n}", AT0 + T(seconds=2))
+    assert len(saved) <= 5 and all(q >= 400 for q in saved), saved  # was 12 (every 32)
+    reader = PersonaRuntime(_second(log), [SPEC])
+    commits = reader.log.commits if hasattr(reader.log, "commits") else None
+    try:
+        state = reader.state(W)
+        assert len(state.queue) == 600
+        assert state.to_dict() == rt.projection.rebuild(W).to_dict()
+        if commits is not None:
+            assert reader.log.commits == commits  # read without compacting
+    finally:
+        reader.log.close()

@@ -18,7 +18,7 @@ from .clock import add_seconds, ensure_utc, format_time, parse_time
 from .events import Event, Kind, NewEvent
 from .ids import EventIds, IdFactory
 from .log import Completion, EventLog, LogTransaction
-from .projection import SNAPSHOT_EVERY, StatusProjection, load_state, prefetch, save_state
+from .projection import StatusProjection, load_state, prefetch, save_state, snapshot_every
 from .receipts import ControlReceipt, LeaseInfo, ReceiptStatus, RunReceipt
 from .spec import HandoffRoute, PersonaRuntimeSpec
 from .state import PersonaState, apply
@@ -168,7 +168,7 @@ class Batch:
         for event in self.events:
             tails[event.persona] = tails.get(event.persona, 0) + 1
         for persona in {e.persona for e in self.events}:
-            if tails[persona] >= SNAPSHOT_EVERY:
+            if tails[persona] >= snapshot_every(self.states[persona]):
                 save_state(self.txn, self.states[persona])
                 tails[persona] = 0
 

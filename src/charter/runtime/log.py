@@ -96,18 +96,32 @@ class LogTransaction(ABC):
         (keys that never completed are absent); an indexed lookup."""
 
     def load_persona(
-        self, persona: str, version: int, limit: int, after: int | None = None
+        self, persona: str, version: int, limit: int
     ) -> tuple[Snapshot | None, list[Event]]:
         """The persona's snapshot if it is of projection ``version`` (else ``None``), and
         up to ``limit`` of its events after it (after 0 without one). A backend may
-        answer both in one round trip. With ``after``: no snapshot, the events after it."""
-        if after is not None:
-            return None, self.read(after=after, persona=persona, limit=limit)
+        answer both in one round trip."""
         snapshot = self.load_snapshot(persona)
         if snapshot is not None and snapshot.version != version:
             snapshot = None
         after = snapshot.event_id if snapshot is not None else 0
         return snapshot, self.read(after=after, persona=persona, limit=limit)
+
+    def persona_since(
+        self, persona: str, version: int, after: int, limit: int
+    ) -> tuple[int | None, list[Event]]:
+        """For a state held in memory: where the persona's stored snapshot of projection
+        ``version`` is (its event id, ``None`` without one; not its state) and up to
+        ``limit`` of the persona's events after ``after``. A backend may answer both in
+        one round trip."""
+        return self.snapshot_at(persona, version), self.read(
+            after=after, persona=persona, limit=limit
+        )
+
+    def snapshot_at(self, persona: str, version: int) -> int | None:
+        """The event id of the persona's stored snapshot of projection ``version``."""
+        snapshot = self.load_snapshot(persona)
+        return snapshot.event_id if snapshot is not None and snapshot.version == version else None
 
     @abstractmethod
     def save_snapshot(self, snapshot: Snapshot) -> None: ...
@@ -181,13 +195,18 @@ class EventLog(ABC):
             return txn.last_event_id()
 
     def load_persona(
-        self, persona: str, version: int, limit: int, after: int | None = None
+        self, persona: str, version: int, limit: int
     ) -> tuple[Snapshot | None, list[Event]]:
         """:meth:`LogTransaction.load_persona` as of now (one consistent read)."""
-        if after is not None:  # one statement: consistent by itself
-            return None, self.read(after=after, persona=persona, limit=limit)
         with self.read_view() as txn:
             return txn.load_persona(persona, version, limit)
+
+    def persona_since(
+        self, persona: str, version: int, after: int, limit: int
+    ) -> tuple[int | None, list[Event]]:
+        """:meth:`LogTransaction.persona_since` as of now (one consistent read)."""
+        with self.read_view() as txn:
+            return txn.persona_since(persona, version, after, limit)
 
     def iter_all(self, *, persona: str | None = None, page: int = 5000) -> Iterator[Event]:
         after = 0

@@ -150,9 +150,14 @@ class _PgTxn(LogTransaction):
         # writes not sent yet: they go with the next read or with the COMMIT, in one
         # round trip (pipeline mode), so the lock is held for fewer round trips
         self._pending: list[tuple[Any, Any]] = []
-        # load_persona's answer read with the lock: ((persona, version, limit, after), answer)
+        # load_persona's or persona_since's answer read with the lock:
+        # ((persona, version, limit, after), answer)
         self._prefetched: (
-            tuple[tuple[str, int, int, int | None], tuple[Snapshot | None, list[Event]]] | None
+            tuple[
+                tuple[str, int, int, int | None],
+                tuple[Snapshot | None, list[Event]] | tuple[int | None, list[Event]],
+            ]
+            | None
         )
         self._prefetched = None
         # completions read with the lock: (persona, {key: completion or None})
@@ -238,17 +243,26 @@ class _PgTxn(LogTransaction):
             params.append(limit)
         return [(int(r[0]), r[1]) for r in self._conn.execute(query, params)]
 
-    def load_persona(
-        self, persona: str, version: int, limit: int, after: int | None = None
-    ) -> tuple[Snapshot | None, list[Event]]:
+    def _take_prefetched(self, wanted: tuple[str, int, int, int | None]) -> Any:
+        """The answer read with the lock, if it is the one wanted (nothing written since)."""
         if self._prefetched is not None:
-            (wanted, answer), self._prefetched = self._prefetched, None
-            if wanted == (persona, version, limit, after):
-                return answer  # read with the lock, nothing written since
+            (key, answer), self._prefetched = self._prefetched, None
+            if key == wanted:
+                return answer
         self._flush()
-        if after is not None:
-            return None, self._log._persona_events(persona, after, limit)
-        return self._log._persona_rows(persona, version, limit)
+        return None
+
+    def load_persona(
+        self, persona: str, version: int, limit: int
+    ) -> tuple[Snapshot | None, list[Event]]:
+        answer = self._take_prefetched((persona, version, limit, None))
+        return answer or self._log._persona_rows(persona, version, limit)
+
+    def persona_since(
+        self, persona: str, version: int, after: int, limit: int
+    ) -> tuple[int | None, list[Event]]:
+        answer = self._take_prefetched((persona, version, limit, after))
+        return answer or self._log._persona_since_rows(persona, version, after, limit)
 
     def completions(self, persona: str, work_keys: Sequence[str]) -> dict[str, Completion]:
         keys = list(dict.fromkeys(work_keys))
@@ -379,10 +393,26 @@ class PostgresEventLog(EventLog):
             "ORDER BY event_id LIMIT %(limit)s)) AS rows ORDER BY part, event_id"
         ).format(s=s)
         self._load_persona = self._render(self._load_persona_sql)
+        # for a state held in memory: where the stored snapshot is (not its state) and
+        # the persona's events after the held state, in one statement
+        self._persona_since = self._render(
+            sql.SQL(
+                "SELECT * FROM ("
+                "(SELECT 0 AS part, event_id, NULL::text AS persona, "
+                "NULL::text AS persona_version, NULL::text AS actor, NULL::text AS kind, "
+                "NULL::timestamptz AS occurred_at, NULL::jsonb AS payload "
+                "FROM {s}.snapshots WHERE topic = %(topic)s AND persona = %(persona)s "
+                "AND version = %(version)s) "
+                "UNION ALL "
+                "(SELECT 1, event_id, persona, persona_version, actor, kind, occurred_at, "
+                "payload FROM {s}.events WHERE topic = %(topic)s AND persona = %(persona)s "
+                "AND event_id > %(after)s ORDER BY event_id LIMIT %(limit)s)) AS rows "
+                "ORDER BY part, event_id"
+            ).format(s=s)
+        )
         self._read_last = self._render(
             sql.SQL("SELECT last_event_id FROM {}.topics WHERE topic = %s").format(s)
         )
-        self._persona_after = self._read_query(True, True)
         # the latest completion per key: one descent of the partial index per key (the
         # kind is a literal so that index applies). Not ``= ANY(keys)`` with DISTINCT ON:
         # its plan filtered every completion of the persona by key, read on each webhook
@@ -418,10 +448,23 @@ class PostgresEventLog(EventLog):
             found = self._reads[(persona, limit, kinds)] = self._render(query)
         return found
 
-    def _persona_events(self, persona: str, after: int, limit: int) -> list[Event]:
+    def _persona_since_rows(
+        self, persona: str, version: int, after: int, limit: int
+    ) -> tuple[int | None, list[Event]]:
         check_limit(limit)
-        rows = self._conn.execute(self._persona_after, (self.topic, after, persona, limit))
-        return self._events(rows)
+        params = {"topic": self.topic, "persona": persona, "version": version, "after": after,
+                  "limit": limit}  # fmt: skip
+        return self._since_result(self._conn.execute(self._persona_since, params))
+
+    def _since_result(self, rows: Iterable[Any]) -> tuple[int | None, list[Event]]:
+        stored: int | None = None
+        tail: list[Event] = []
+        for r in rows:
+            if r[0] == 0:
+                stored = int(r[1])
+            else:
+                tail.append(Event(int(r[1]), self.topic, r[2], r[5], r[6], r[7], r[4], r[3]))
+        return stored, tail
 
     def _events(self, rows: Iterable[Any]) -> list[Event]:
         return [Event(int(r[0]), self.topic, r[1], r[4], r[5], r[6], r[3], r[2]) for r in rows]
@@ -553,8 +596,10 @@ class PostgresEventLog(EventLog):
                         )  # fmt: skip
                     else:
                         rows = self._conn.execute(
-                            self._persona_after, (self.topic, after, persona, limit)
-                        )
+                            self._persona_since,
+                            {"topic": self.topic, "persona": persona, "version": version,
+                             "after": after, "limit": limit},
+                        )  # fmt: skip
                     done = (
                         self._conn.execute(self._completions, (keys, self.topic, persona))
                         if keys
@@ -563,7 +608,7 @@ class PostgresEventLog(EventLog):
                 answer = (
                     self._persona_result(rows, persona, version)
                     if after is None
-                    else (None, self._events(rows))
+                    else self._since_result(rows)
                 )
                 txn._prefetched = ((persona, version, limit, after), answer)
                 if done is not None:
@@ -625,11 +670,14 @@ class PostgresEventLog(EventLog):
         return txn.read(after=after, persona=persona, limit=limit, kinds=kinds)
 
     def load_persona(
-        self, persona: str, version: int, limit: int, after: int | None = None
+        self, persona: str, version: int, limit: int
     ) -> tuple[Snapshot | None, list[Event]]:
-        if after is not None:
-            return None, self._persona_events(persona, after, limit)
         return self._persona_rows(persona, version, limit)
+
+    def persona_since(
+        self, persona: str, version: int, after: int, limit: int
+    ) -> tuple[int | None, list[Event]]:
+        return self._persona_since_rows(persona, version, after, limit)
 
     def wait_for_append(self, after_event_id: int, timeout: float) -> bool:
         fresh = self._listener is None

@@ -167,6 +167,13 @@ class _SqliteTxn(LogTransaction):
             return None
         return Snapshot(persona, int(row[0]), int(row[1]), json.loads(row[2]))
 
+    def snapshot_at(self, persona: str, version: int) -> int | None:
+        row = self._conn.execute(
+            "SELECT event_id FROM snapshots WHERE topic = ? AND persona = ? AND version = ?",
+            (self._topic, persona, version),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
     def completions(self, persona: str, work_keys: Sequence[str]) -> dict[str, Completion]:
         keys = list(dict.fromkeys(work_keys))
         if not keys:
