@@ -104,6 +104,9 @@ class Batch:
         # (persona, work key) -> its latest completion: looked up in the log, or emitted
         # in this batch (which the log has not seen yet)
         self.completions: dict[tuple[str, str], Completion | None] = {}
+        # each persona's queued keys, built once and kept with the queue's events: built
+        # per webhook, it cost a pass over the whole backlog per item
+        self._queued: dict[str, set[str]] = {}
 
     def state(self, persona: str) -> PersonaState:
         if persona not in self.states:
@@ -111,6 +114,13 @@ class Batch:
                 self.txn, persona, self.runtime.projection.cache
             )
         return self.states[persona]
+
+    def is_queued(self, persona: str, work_key: str) -> bool:
+        """Whether ``work_key`` waits in ``persona``'s queue (as of this batch)."""
+        keys = self._queued.get(persona)
+        if keys is None:
+            keys = self._queued[persona] = self.state(persona).queued_keys()
+        return work_key in keys
 
     def completion(self, persona: str, work_key: str) -> Completion | None:
         """The latest ``persona.run.completed`` of ``work_key`` (the duplicate window)."""
@@ -146,6 +156,12 @@ class Batch:
         )
         self.next_id += 1
         apply(state, event)
+        keys = self._queued.get(persona)
+        if keys is not None:  # as apply changed the queue (a dequeue removes every entry)
+            if kind == Kind.WORK_QUEUED:
+                keys.add(payload["work_key"])
+            elif kind == Kind.WORK_DEQUEUED:
+                keys.discard(payload.get("work_key", ""))
         if kind == Kind.RUN_COMPLETED and payload.get("work_key"):
             key = payload["work_key"]
             self.completions[(persona, key)] = Completion(
@@ -459,7 +475,7 @@ class PersonaRuntime:
                 batch, name, ReceiptStatus.DEAD_LETTERED, item, first, error="persona is disabled"
             )
         if state.control == "paused" and not from_queue:
-            if item.work_key in state.queued_keys():
+            if batch.is_queued(name, item.work_key):
                 batch.emit(name, Kind.WORK_COALESCED, base)
                 return self._receipt(
                     batch, name, ReceiptStatus.QUEUED, item, first, detail={"coalesced": True}
@@ -487,7 +503,7 @@ class PersonaRuntime:
                 f"approval {parked['approval_id']}",
             )  # fmt: skip
         if holding is None and not from_queue and state.control == "active":
-            if item.work_key in state.queued_keys():
+            if batch.is_queued(name, item.work_key):
                 batch.emit(name, Kind.WORK_COALESCED, base)
                 return self._receipt(
                     batch, name, ReceiptStatus.QUEUED, item, first, detail={"coalesced": True}
@@ -1095,7 +1111,7 @@ class PersonaRuntime:
         state = batch.state(name)
         if state.control not in ("draining", "active"):
             return None  # paused or disabled again meanwhile
-        if queued["work_key"] not in state.queued_keys():
+        if not batch.is_queued(name, queued["work_key"]):
             return None
         item = WorkItem(
             queued["work_key"],
