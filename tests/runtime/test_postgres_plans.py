@@ -17,12 +17,14 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
+import psycopg
 import pytest
 from psycopg import sql
 from runtime_support import AT0, pg_unreachable, pg_url
 
 from charter.run.serve import WAKE_KINDS
 from charter.runtime import EventLogError, NewEvent, PostgresEventLog
+from charter.runtime.audit import verify
 from charter.runtime.log import COMPLETED_KIND
 
 PERSONA = "triager"
@@ -162,3 +164,51 @@ def test_reads_after_an_id_touch_pages_for_what_they_return(
 ) -> None:
     now, cached = _pages(grown, name)
     assert now <= MAX_PAGES and cached <= MAX_PAGES, (now, cached)
+
+
+@pytest.fixture
+def fresh() -> Iterator[PostgresEventLog]:
+    try:
+        log = PostgresEventLog(pg_url())
+    except EventLogError as exc:
+        pg_unreachable(exc)
+        raise
+    try:
+        yield log
+    finally:
+        log.drop_schema()
+        log.close()
+
+
+def test_a_statement_is_prepared_again_when_its_first_query_failed(
+    fresh: PostgresEventLog,
+) -> None:
+    """A write transaction's statements go as one query, each prepared on its first use in
+    that same query. When a statement before the PREPARE fails, the server skips the rest:
+    the statement is then prepared again, not executed by a name the server never saw."""
+    read = fresh._read_query(False, True)
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        fresh._send([("SELECT 1/0", None), (read, (fresh.topic, 0, 10))])
+    fresh.append([_event(0)])
+    rows = fresh._send([(read, (fresh.topic, 0, 10))]).of(0).fetchall()
+    assert [int(r[0]) for r in rows] == [1]
+    with fresh.write() as txn:  # and writes go on (the insert is prepared on first use)
+        txn.append([_event(1)])
+    assert fresh.last_event_id() == 2
+
+
+def test_values_reach_the_log_as_given(fresh: PostgresEventLog) -> None:
+    """Values are bound into the query by psycopg's quoting, not by the server: quotes,
+    backslashes, ``$1`` and ``%s`` lookalikes, non-ASCII text and nested JSON come back
+    exactly (and hash to what ``audit`` verifies)."""
+    tricky = {
+        "work_key": 'it\'s \\ a "key" $1 %s %(x)s; DROP TABLE x; --',
+        "nested": {"list": [1, 2.5, None, True, "é 漢字 🙂"], "empty": {}},
+        "newline": "a\nb\tc",
+    }
+    with fresh.write() as txn:
+        txn.append([NewEvent(PERSONA, "persona.note", AT0, tricky)])
+    (event,) = fresh.read()
+    assert event.payload == tricky
+    report = verify(fresh)
+    assert report.ok and report.chained == 1, report.problems
