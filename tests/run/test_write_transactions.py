@@ -231,3 +231,109 @@ def test_each_item_of_a_long_drain_is_admitted_at_its_own_time(
     assert not [e for e in log if e.kind == Kind.LEASE_RENEWED]
     late = format_time(start + timedelta(seconds=400))
     assert [r.admission["lease"]["acquired_at"] for r in runs] == [late, late]
+
+
+FINISH = [Kind.RUN_COMPLETED, Kind.LEASE_RELEASED, "persona.run.recorded"]
+ADMIT = [Kind.WORK_DEQUEUED, Kind.LEASE_ACQUIRED, Kind.RUN_STARTED, Kind.RUN_RUNNING]
+
+
+def test_under_a_backlog_each_finish_admits_the_next_item(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A drain's next item is admitted in the transaction that finishes the run before
+    it: two write transactions per queued run, not three (issue 15)."""
+    keys = ("k1", "k2", "k3", "k4")
+    for key in keys:
+        accept(session, key)
+    writes = Writes(session, monkeypatch)
+    runs = drain_in_session(session, "worker")
+    assert [r.status for r in runs] == ["completed"] * 4
+    assert [r.work_key for r in runs] == [f"webhook:bench:go:{k}" for k in keys]
+    # (the last item alone behind a run is admitted on its own: see the next test)
+    assert writes.groups == [ADMIT, FINISH + ADMIT, FINISH + ADMIT, FINISH, ADMIT, FINISH]
+    # each record is of its own run's finish, before the next admission
+    records = [e for e in session.log.read() if e.kind == "persona.run.recorded"]
+    for event in records:
+        finished = event.payload["record"]["persona_runtime"][-1]
+        assert finished["last_event_id"] == event.event_id - 1
+    state = session.runtime.state("worker")
+    assert not state.queue and not state.leases and not state.runs
+
+
+def test_a_drain_limited_to_one_item_admits_no_other(session: Session) -> None:
+    accept(session, "k1")
+    accept(session, "k2")
+    runtime = session.runtime
+    finished: list[str] = []
+
+    def execute(receipt: RunReceipt, _item: dict[str, Any]) -> RunReceipt:
+        finished.append(receipt.work_key or "")
+        return runtime.finish_run("worker", receipt.run_id or "", at=datetime.now(UTC))
+
+    runtime.drain("worker", at=datetime.now(UTC), execute=execute, limit=1)
+    assert len(finished) == 1
+    state = runtime.state("worker")
+    assert [q["work_key"] for q in state.queue] == ["webhook:bench:go:k2"] and not state.runs
+
+
+def test_a_failing_admission_does_not_cost_the_finish(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Admitting the next item raises inside the finish transaction: that transaction is
+    rolled back and the run finished alone; the next item is admitted on its own."""
+    for key in ("k1", "k2", "k3"):
+        accept(session, key)
+    runtime = session.runtime
+    original = runtime._drain_one
+    calls: list[int] = []
+
+    def flaky(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:  # the admission inside k1's finish
+            raise ValueError("broken admission")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(runtime, "_drain_one", flaky)
+    writes = Writes(session, monkeypatch)
+    runs = drain_in_session(session, "worker")
+    assert [r.status for r in runs] == ["completed"] * 3, [r.error for r in runs]
+    assert writes.groups == [ADMIT, FINISH, ADMIT, FINISH, ADMIT, FINISH]
+
+
+def test_an_admitted_item_the_drain_cannot_run_is_failed_at_once(session: Session) -> None:
+    """The executor raises after its run's finish admitted the next item: that run is
+    failed now, with the reason, not left holding a lease until it expires."""
+    for key in ("k1", "k2", "k3", "k4"):
+        accept(session, key)
+    runtime = session.runtime
+
+    def execute(receipt: RunReceipt, _item: dict[str, Any]) -> RunReceipt:
+        runtime.finish_run("worker", receipt.run_id or "", at=datetime.now(UTC))
+        raise RuntimeError("the worker is going away")
+
+    with pytest.raises(RuntimeError, match="going away"):
+        runtime.drain("worker", at=datetime.now(UTC), execute=execute)
+    ends = {
+        e.payload["work_key"]: (e.kind, e.payload.get("error"))
+        for e in session.log.read()
+        if e.kind in (Kind.RUN_COMPLETED, Kind.RUN_FAILED)
+    }
+    assert ends["webhook:bench:go:k1"] == (Kind.RUN_COMPLETED, None)
+    kind, error = ends["webhook:bench:go:k2"]
+    assert kind == Kind.RUN_FAILED and "not started" in error and "going away" in error
+    state = runtime.state("worker")
+    assert [q["work_key"] for q in state.queue] == ["webhook:bench:go:k3", "webhook:bench:go:k4"]
+    assert not state.runs and not state.leases
+
+
+def test_one_item_behind_a_run_is_left_to_the_worker_woken_for_it(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A single waiting item is not taken by the finish (the replica that queued it woke
+    a worker of its own for it): admitted on its own, as before."""
+    accept(session, "k1")
+    accept(session, "k2")
+    writes = Writes(session, monkeypatch)
+    runs = drain_in_session(session, "worker")
+    assert [r.status for r in runs] == ["completed"] * 2
+    assert writes.groups == [ADMIT, FINISH, ADMIT, FINISH]

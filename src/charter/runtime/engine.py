@@ -8,6 +8,7 @@ operation's events and its snapshot, or none of them.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,6 +17,7 @@ from typing import Any, TypeVar, cast
 from .budget import check_budget
 from .clock import add_seconds, ensure_utc, format_time, parse_time
 from .events import Event, Kind, NewEvent
+from .follow import Admitted, Follow, FollowFailed, Follows
 from .ids import EventIds, IdFactory
 from .log import Completion, EventLog, LogTransaction
 from .projection import StatusProjection, load_state, prefetch, save_state, snapshot_every
@@ -29,6 +31,11 @@ T = TypeVar("T")
 _UNKNOWN: Any = object()
 #: queued keys a drain transaction reads the duplicate window of with its lock
 _DRAIN_AHEAD = 4
+
+
+#: a drain's finish admits the next item only when at least this many wait (follow.py;
+#: at most _DRAIN_AHEAD)
+FOLLOW_BACKLOG = 2
 
 
 class RuntimeError_(Exception):
@@ -218,6 +225,7 @@ class PersonaRuntime:
         self.holder = holder
         self.actor = actor
         self.projection = StatusProjection(log)
+        self._follows = Follows()  # a drain's next admission, per thread (see follow.py)
 
     # -- helpers -----------------------------------------------------------
 
@@ -793,8 +801,9 @@ class PersonaRuntime:
         emitted and may emit more (the run's record): they commit together or not at all.
         """
         self.spec(name)
+        follow = self._follows.get(name)
 
-        def body(batch: Batch) -> RunReceipt:
+        def body(batch: Batch, follow: Follow | None = follow) -> RunReceipt:
             first = batch.next_id
             self._expire(batch, name)
             state = batch.state(name)
@@ -818,9 +827,22 @@ class PersonaRuntime:
             )
             if also is not None:
                 also(batch, receipt)
+            if follow is not None:  # the drain's next item, in the same transaction
+                follow.stage(batch)
             return receipt
 
-        return self._commit_or_raise(at, body, name)
+        if follow is None:
+            return self._commit_or_raise(at, body, name)
+        try:
+            receipt = self._commit_or_raise(at, body, name, follow.keys)
+        except FollowFailed:
+            follow.dropped()  # rolled back: the run is finished alone
+            return self._commit_or_raise(at, lambda batch: body(batch, None), name)
+        except BaseException:
+            follow.dropped()
+            raise
+        follow.committed()
+        return receipt
 
     def expire_leases(self, name: str, *, at: datetime) -> list[int]:
         """Record ``persona.lease.expired`` for every lease past its expiry at ``at``."""
@@ -1034,43 +1056,92 @@ class PersonaRuntime:
         """
         self.spec(name)
         done: list[RunReceipt] = []
+
+        def one(batch: Batch) -> Admitted | None:
+            self._expire(batch, name)
+            state = batch.state(name)
+            slots = self.spec(name).max_concurrency
+            if state.control != "active" or not state.queue:
+                return None
+            if len(live_leases(state, batch.at)) >= slots:
+                return None
+            head = dict(state.queue[0])
+            receipt = self._drain_one(batch, name, state.queue[0], hold=execute is not None)
+            if receipt is None:
+                return None
+            # whether more could start after this admission
+            return receipt, head, bool(state.queue) and len(live_leases(state, batch.at)) < slots
+
+        admitted: Admitted | None = None  # by the finish of the run before
         while limit is None or len(done) < limit:
             if clock is not None:
                 at = clock()
-            # after an item of this drain: as of this runtime's last write (an item queued
-            # since woke a worker of its own, as for a read); the first one reads
-            ahead = self._drain_outlook(name, ensure_utc(at), held=bool(done))
-            if ahead is None:
-                break  # a read said so: no write transaction (and no lock) for nothing
-            head: list[dict[str, Any]] = []
-            left: list[bool] = []  # whether more could start after this admission
-
-            def one(
-                batch: Batch, head: list[dict[str, Any]] = head, left: list[bool] = left
-            ) -> RunReceipt | None:
-                self._expire(batch, name)
-                state = batch.state(name)
-                slots = self.spec(name).max_concurrency
-                if state.control != "active" or not state.queue:
-                    return None
-                if len(live_leases(state, batch.at)) >= slots:
-                    return None
-                head.append(dict(state.queue[0]))
-                receipt = self._drain_one(batch, name, state.queue[0], hold=execute is not None)
-                left.append(bool(state.queue) and len(live_leases(state, batch.at)) < slots)
-                return receipt
-
-            receipt = self.transact(at, one, persona=name, work_keys=ahead)
-            if receipt is None:
-                break
+            if admitted is None:
+                # after an item of this drain: as of this runtime's last write (an item
+                # queued since woke a worker of its own, as for a read); the first reads
+                ahead = self._drain_outlook(name, ensure_utc(at), held=bool(done))
+                if ahead is None:
+                    break  # a read said so: no write transaction (and no lock) for nothing
+                admitted = self.transact(at, one, persona=name, work_keys=ahead)
+                if admitted is None:
+                    break
+            receipt, head, left = admitted
+            admitted = None
             if execute is not None and receipt.status is ReceiptStatus.STARTED:
-                if more is not None and left and left[0]:
+                if more is not None and left:
                     more(name)
-                receipt = execute(receipt, self.queued_with_body(head[0]))
+                follow = limit is None or len(done) + 1 < limit
+                receipt, admitted = self._execute_followed(
+                    name, one, execute, receipt, head, at=ensure_utc(at), follow=follow
+                )
             done.append(receipt)
             if receipt.status in (ReceiptStatus.BUDGET_EXHAUSTED, ReceiptStatus.LEASE_BUSY):
                 break
         return done
+
+    def _execute_followed(
+        self,
+        name: str,
+        one: Callable[[Batch], Admitted | None],
+        execute: Callable[[RunReceipt, dict[str, Any]], RunReceipt],
+        receipt: RunReceipt,
+        head: dict[str, Any],
+        *,
+        at: datetime,
+        follow: bool,
+    ) -> tuple[RunReceipt, Admitted | None]:
+        """Execute an admitted item; its finish admits the next one when more wait as of
+        this runtime's last write (see follow.py): that admission, if any, is returned."""
+        armed: Follow | None = None
+        if follow:
+            keys = self._drain_outlook(name, at, held=True)
+            # a backlog: more wait than the one item a replica that queued it has woken a
+            # worker for (taking that one here only sent that worker to an empty queue)
+            if keys is not None and len(keys) >= FOLLOW_BACKLOG:  # (keys: the queue's head)
+                armed = Follow(name, one, keys)
+        self._follows.arm(armed)
+        try:
+            result = execute(receipt, self.queued_with_body(head))
+        except BaseException as exc:
+            self._follows.arm(None)
+            if armed is not None and armed.ready is not None:
+                self._abandon(name, armed.ready[0], exc, at)
+            raise
+        self._follows.arm(None)
+        return result, armed.ready if armed is not None else None
+
+    def _abandon(self, name: str, receipt: RunReceipt, cause: BaseException, at: datetime) -> None:
+        """Fail a run admitted for a drain that stopped before running it: recorded now,
+        with the reason, instead of when its lease expires."""
+        if receipt.status is not ReceiptStatus.STARTED or not receipt.run_id:
+            return
+        with contextlib.suppress(Exception):  # (the lease's expiry still recovers it)
+            self.finish_run(
+                name,
+                receipt.run_id,
+                at=max(at, parse_time(receipt.at)),
+                error=f"not started: the drain stopped before running it ({cause!r})",
+            )
 
     def _drain_outlook(
         self, name: str, at: datetime, *, held: bool = False
