@@ -9,8 +9,9 @@ without a transaction of its own. The admission decides exactly as a drain trans
 would (the same function, on the same state), and commits with the finish or not at all.
 It is armed only when at least two items wait (``FOLLOW_BACKLOG``): a single one is most
 likely the one the replica that queued it has woken a worker for, and taking it here sent
-that worker to an empty queue (at 50 webhooks/s on two replicas, the 202's p50 went from
-14 to 40 ms when every finish admitted).
+that worker to an empty queue (at 50 webhooks/s on two replicas, alternating with the
+tree before: the 202's p50 13.5 -> 40.4 ms in one run when every finish admitted;
+27-32 -> 16-18 ms in two runs with this rule).
 
 Measured (``runtime_fleet.py``, 600 webhooks at 100/s, alternating with the tree before):
 one PostgreSQL replica 57 -> 65 runs/s and 149 -> 101 write transactions/s; two
