@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -58,16 +59,26 @@ def _positional(statement: bytes, named: dict[str, Any]) -> tuple[bytes, tuple[A
     return re.sub(rb"%\(\w+\)s", b"%s", statement), tuple(named[n.decode()] for n in names)
 
 
-@pytest.fixture(scope="module")
-def grown() -> Iterator[PostgresEventLog]:
-    """A log whose statements were planned at 5 events (a replica's connection prepares
-    a statement on its sixth run and keeps its plan), then grown to 3,000 events."""
+@contextmanager
+def _new_log() -> Iterator[PostgresEventLog]:
+    """A log on a fresh schema, dropped afterwards."""
     try:
         log = PostgresEventLog(pg_url())
     except EventLogError as exc:
         pg_unreachable(exc)
         raise
     try:
+        yield log
+    finally:
+        log.drop_schema()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def grown() -> Iterator[PostgresEventLog]:
+    """A log whose statements were planned at 5 events (a replica's connection prepares
+    a statement on its sixth run and keeps its plan), then grown to 3,000 events."""
+    with _new_log() as log:
         log.append([_event(i) for i in range(5)])
         conn = log._conn
         conn.execute("SET plan_cache_mode = force_generic_plan")
@@ -80,9 +91,6 @@ def grown() -> Iterator[PostgresEventLog]:
         for start in range(5, EVENTS, 500):
             log.append([_event(i) for i in range(start, min(EVENTS, start + 500))])
         yield log
-    finally:
-        log.drop_schema()
-        log.close()
 
 
 def _numbered(statement: str) -> str:
@@ -168,16 +176,8 @@ def test_reads_after_an_id_touch_pages_for_what_they_return(
 
 @pytest.fixture
 def fresh() -> Iterator[PostgresEventLog]:
-    try:
-        log = PostgresEventLog(pg_url())
-    except EventLogError as exc:
-        pg_unreachable(exc)
-        raise
-    try:
+    with _new_log() as log:
         yield log
-    finally:
-        log.drop_schema()
-        log.close()
 
 
 def test_a_statement_is_prepared_again_when_its_first_query_failed(
