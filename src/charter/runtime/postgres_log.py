@@ -526,8 +526,10 @@ class PostgresEventLog(EventLog):
         escaping). The server stops at the first error and raises it; the statements after
         it do not run. (Psycopg's pipeline mode did the same with server-side binding at
         about twice the client's CPU per transaction: 750 against 390 us measured in
-        isolation, and a replica's CPU is what limits its runs.) The cursor is at the
-        first statement's result."""
+        isolation, and a replica's CPU is what limits its runs.) A statement whose
+        ``params`` is ``None`` goes as its text; with values (``()`` for none) as an
+        ``EXECUTE`` of a prepared statement. Each statement's result is
+        :meth:`_Results.of` its index."""
         parts: list[str] = []
         results: list[int] = []  # which result is each statement's
         new: list[bytes] = []
@@ -657,8 +659,8 @@ class PostgresEventLog(EventLog):
                           "after": after, "limit": limit}  # fmt: skip
                 statements: list[tuple[Any, Any]] = [
                     ("BEGIN", None),
-                    (self._take_lock, None),
-                    (self._read_head, None),
+                    (self._take_lock.encode(), ()),  # (prepared: planned once)
+                    (self._read_head.encode(), ()),
                     (self._load_persona if after is None else self._persona_since, params),
                 ]
                 if keys:
