@@ -118,6 +118,8 @@ def test_a_webhook_run_is_three_write_transactions(
     assert [s["phase"] for s in record["persona_runtime"]] == ["started", "finished"]
     assert record["persona_runtime"][0]["lifecycle"] == "running"
     assert record["persona_runtime"][1]["last_event_id"] == recorded.event_id - 1
+    # (taken before the finish's transaction and completed in it: the run's whole record)
+    assert record == result.record()
     status = session.runtime.status("worker", now=datetime.now(UTC)).to_dict()
     assert status["lifecycle"] == "idle" and not status["active_runs"]
 

@@ -460,24 +460,46 @@ def execute_admitted(
     # The run's end and its record (transcripts too) are one transaction: a crash leaves
     # either both or neither, and a run costs one write fewer.
     finished: list[RunResult] = []
+    # The record apart from the finish itself is taken before the finish's transaction:
+    # encoding it there, under the log's lock, was most of that transaction's own time.
+    concluded: RunResult | None = None
+    early: dict[str, Any] = {}
+    transcript = {"agents": control.transcripts} if control.transcripts else None
+    try:
+        candidate = dataclasses.replace(
+            result, persona_runtime=list(result.persona_runtime), warnings=list(result.warnings)
+        )
+        _conclude(candidate, status, error, control, receipts, budget)
+        early = candidate.record()
+        json.dumps(transcript)  # emit nothing unless everything can be stored
+        concluded = candidate
+    except Exception:  # the record is written on its own after the finish (below)
+        pass
 
     def record_with_finish(batch: Batch, receipt: RunReceipt) -> None:
         finished.clear()
         receipts.pending_ids.clear()
+        if concluded is None:
+            return
         try:
             final = dataclasses.replace(
-                result, persona_runtime=list(result.persona_runtime), warnings=list(result.warnings)
+                concluded,
+                persona_runtime=list(concluded.persona_runtime),
+                warnings=list(concluded.warnings),
             )
             final.finish = receipt.to_dict()
-            _conclude(final, status, error, control, receipts, budget)
             state = render_status(batch.state(name), runtime.spec(name), batch.at)
-            final.persona_runtime.append(_snapshot(state.to_dict(), "finished"))
+            finished_at = _snapshot(state.to_dict(), "finished")
+            final.persona_runtime.append(finished_at)
+            record = {
+                **early,
+                "finish": _jsonable(final.finish),
+                "persona_runtime": [*early["persona_runtime"], _jsonable(finished_at)],
+            }
             events: list[tuple[str, dict[str, Any]]] = []
-            if control.transcripts:
-                events.append((RunKind.RUN_TRANSCRIPT, {"agents": control.transcripts}))
-            events.append((RunKind.RUN_RECORDED, {"record": final.record()}))
-            for _kind, payload in events:
-                json.dumps(payload)  # emit nothing unless everything can be stored
+            if transcript is not None:
+                events.append((RunKind.RUN_TRANSCRIPT, transcript))
+            events.append((RunKind.RUN_RECORDED, {"record": record}))
         except Exception:  # the record is written on its own after the finish (below)
             return
         for kind, payload in events:
