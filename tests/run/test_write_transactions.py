@@ -339,3 +339,27 @@ def test_one_item_behind_a_run_is_left_to_the_worker_woken_for_it(
     runs = drain_in_session(session, "worker")
     assert [r.status for r in runs] == ["completed"] * 2
     assert writes.groups == [ADMIT, FINISH, ADMIT, FINISH]
+
+
+def test_a_persona_running_one_at_a_time_admits_with_its_finish_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``max_concurrency = 1`` the running item holds the only slot; its finish frees
+    it, so the finish admits the next item all the same."""
+    (tmp_path / "charter.toml").write_text(
+        MANIFEST.replace("max_concurrency = 4", "max_concurrency = 1")
+    )
+    (tmp_path / "w.py").write_text(WORKFLOW)
+    single = open_session(
+        RunOptions(manifest=str(tmp_path), state_dir=str(tmp_path / "state"), holder="serve",
+                   park_approvals=True)
+    )  # fmt: skip
+    try:
+        for key in ("k1", "k2", "k3"):
+            accept(single, key)
+        writes = Writes(single, monkeypatch)
+        runs = drain_in_session(single, "worker")
+        assert [r.status for r in runs] == ["completed"] * 3
+        assert writes.groups == [ADMIT, FINISH + ADMIT, FINISH, ADMIT, FINISH]
+    finally:
+        single.close()

@@ -1114,7 +1114,7 @@ class PersonaRuntime:
         this runtime's last write (see follow.py): that admission, if any, is returned."""
         armed: Follow | None = None
         if follow:
-            keys = self._drain_outlook(name, at, held=True)
+            keys = self._drain_outlook(name, at, held=True, finishing=receipt.run_id)
             # a backlog: more wait than the one item a replica that queued it has woken a
             # worker for (taking that one here only sent that worker to an empty queue)
             if keys is not None and len(keys) >= FOLLOW_BACKLOG:  # (keys: the queue's head)
@@ -1144,7 +1144,7 @@ class PersonaRuntime:
             )
 
     def _drain_outlook(
-        self, name: str, at: datetime, *, held: bool = False
+        self, name: str, at: datetime, *, held: bool = False, finishing: str | None = None
     ) -> tuple[str, ...] | None:
         """``None`` when a drain transaction at ``at`` would write nothing: no expired
         lease to recover and no queued item that could start (inactive, empty queue, or
@@ -1152,14 +1152,17 @@ class PersonaRuntime:
         transaction reads with its lock (another worker may take the first meanwhile).
         Read without the write lock: work queued after this read wakes a worker of its
         own (serve's watcher), as it would after an empty transaction. ``held``: the
-        state as of this runtime's own last read or write (see :meth:`status`)."""
+        state as of this runtime's own last read or write (see :meth:`status`).
+        ``finishing``: a run whose finish the transaction would be (its lease counts as
+        free)."""
         state = self._state(name, held)
         keys = tuple(q["work_key"] for q in state.queue[:_DRAIN_AHEAD])
         if any(parse_time(lease["expires_at"]) <= at for lease in state.leases.values()):
             return keys
         if state.control != "active" or not state.queue:
             return None
-        if len(live_leases(state, at)) >= self.spec(name).max_concurrency:
+        live = [lease for lease in live_leases(state, at) if lease.get("run_id") != finishing]
+        if len(live) >= self.spec(name).max_concurrency:
             return None
         return keys
 
