@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import pytest
 
-from charter.runtime import BudgetSpec, PersonaRuntimeSpec
+from charter.runtime import BudgetSpec, EventLogError, PersonaRuntimeSpec, PostgresEventLog
 
 AT0 = datetime(2026, 4, 24, 12, 30, tzinfo=UTC)
 PG_BASE_URL = os.environ.get("CHARTER_TEST_PG_URL", "postgresql://127.0.0.1:5432/test")
@@ -25,6 +27,21 @@ def pg_unreachable(exc: Exception) -> None:
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(message)
     pytest.skip(message + " (run `make services`)")
+
+
+@contextmanager
+def new_pg_log() -> Iterator[PostgresEventLog]:
+    """A PostgreSQL log on a fresh schema, dropped afterwards."""
+    try:
+        log = PostgresEventLog(pg_url())
+    except EventLogError as exc:
+        pg_unreachable(exc)
+        raise
+    try:
+        yield log
+    finally:
+        log.drop_schema()
+        log.close()
 
 
 def make_specs() -> list[PersonaRuntimeSpec]:

@@ -14,17 +14,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
 import psycopg
 import pytest
 from psycopg import sql
-from runtime_support import AT0, pg_unreachable, pg_url
+from runtime_support import AT0, new_pg_log
 
 from charter.run.serve import WAKE_KINDS
-from charter.runtime import EventLogError, NewEvent, PostgresEventLog
+from charter.runtime import NewEvent, PostgresEventLog
 from charter.runtime.audit import verify
 from charter.runtime.log import COMPLETED_KIND
 
@@ -59,26 +58,11 @@ def _positional(statement: bytes, named: dict[str, Any]) -> tuple[bytes, tuple[A
     return re.sub(rb"%\(\w+\)s", b"%s", statement), tuple(named[n.decode()] for n in names)
 
 
-@contextmanager
-def _new_log() -> Iterator[PostgresEventLog]:
-    """A log on a fresh schema, dropped afterwards."""
-    try:
-        log = PostgresEventLog(pg_url())
-    except EventLogError as exc:
-        pg_unreachable(exc)
-        raise
-    try:
-        yield log
-    finally:
-        log.drop_schema()
-        log.close()
-
-
 @pytest.fixture(scope="module")
 def grown() -> Iterator[PostgresEventLog]:
     """A log whose statements were planned at 5 events (a replica's connection prepares
     a statement on its sixth run and keeps its plan), then grown to 3,000 events."""
-    with _new_log() as log:
+    with new_pg_log() as log:
         log.append([_event(i) for i in range(5)])
         conn = log._conn
         conn.execute("SET plan_cache_mode = force_generic_plan")
@@ -176,7 +160,7 @@ def test_reads_after_an_id_touch_pages_for_what_they_return(
 
 @pytest.fixture
 def fresh() -> Iterator[PostgresEventLog]:
-    with _new_log() as log:
+    with new_pg_log() as log:
         yield log
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
+import threading
 from datetime import timedelta
 from typing import Any
 
@@ -22,6 +23,7 @@ from charter.runtime import (
     PersonaRuntimeSpec,
     ReceiptStatus,
     SqliteEventLog,
+    StateCache,
     UnknownRunError,
 )
 from charter.runtime.state import PersonaState, apply
@@ -85,15 +87,17 @@ OPS = ["run", "hold", "accept", "finish", "drain", "pause", "resume", "rollback"
 @example([(0, "hold", "a"), *[(0, "run", "a")] * 8, (0, "finish", "a")])
 @given(
     st.lists(
-        st.tuples(st.integers(0, 1), st.sampled_from(OPS), st.sampled_from("abcd")),
+        st.tuples(st.integers(0, 2), st.sampled_from(OPS), st.sampled_from("abcd")),
         min_size=1,
         max_size=40,
     )
 )
 def test_two_runtimes_on_one_log_match_a_full_replay(steps: list[tuple[int, str, str]]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        logs = [SqliteEventLog(tmp), SqliteEventLog(tmp)]  # as two processes would
-        runtimes = [PersonaRuntime(log, [SPEC]) for log in logs]
+        # as two processes would, the first with two threads sharing one cache (serve)
+        logs = [SqliteEventLog(tmp), SqliteEventLog(tmp), SqliteEventLog(tmp)]
+        runtimes = [PersonaRuntime(log, [SPEC]) for log in logs[:2]]
+        runtimes.append(PersonaRuntime(logs[2], [SPEC], cache=runtimes[0].projection.cache))
         try:
             for n, (who, op, key) in enumerate(steps):
                 _step(runtimes[who], op, key, AT0 + T(seconds=n * 7))
@@ -102,6 +106,43 @@ def test_two_runtimes_on_one_log_match_a_full_replay(steps: list[tuple[int, str,
         finally:
             for log in logs:
                 log.close()
+
+
+def test_threads_sharing_a_cache_match_a_full_replay(log: EventLog) -> None:
+    """A replica's threads (one connection each, one cache), and another replica, running
+    at once: each thread's transaction may find a newer state in the cache than the one
+    it asked for its rows after (PostgreSQL: ``test_prefetch_since.py``)."""
+    shared = StateCache()
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        own = _second(log)  # (a SQLite connection serves the thread that opened it)
+        rt = PersonaRuntime(own, [SPEC], cache=None if n == 0 else shared)
+
+        def finish(run: Any, _queued: Any) -> Any:
+            return rt.finish_run(W, run.run_id or "", at=AT0)
+
+        try:
+            for i in range(25):
+                _go(rt, f"t{n}-{i}", AT0 + T(seconds=i), defer=i % 3 == 0)
+                if i % 4 == 0:
+                    rt.drain(W, at=AT0 + T(seconds=i), execute=finish)
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            own.close()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    held = shared.get(W)
+    assert held is not None
+    reader = PersonaRuntime(log, [SPEC], cache=shared)
+    replay = reader.projection.rebuild(W).to_dict()
+    assert replay["counters"] and reader.state(W).to_dict() == replay
 
 
 def test_a_writer_reads_only_the_events_after_the_state_it_holds(log: EventLog) -> None:

@@ -20,6 +20,7 @@ from charter.runtime import (
     PersonaRuntime,
     PersonaRuntimeSpec,
     RouteRule,
+    StateCache,
     open_event_log,
 )
 from charter.runtime.clock import utc_now
@@ -67,6 +68,9 @@ class RunOptions:
     # (persona evals); None: ask_user reports that no user is attached
     user: Any = None
     log: EventLog | None = None  # an already open log (tests, serve)
+    # persona states shared by the sessions opened with these options (serve: every
+    # thread of a replica reads a persona's new events once, not once per thread)
+    state_cache: StateCache | None = None
 
     def clock(self) -> Callable[[], datetime]:
         at = self.at
@@ -180,7 +184,13 @@ def open_session(options: RunOptions) -> Session:
         state_dir=options.state_dir, url=options.state_url, env=options.env
     )
     runtime = PersonaRuntime(
-        log, personas, routes=routes, ids=options.ids, holder=options.holder, actor="charter-run"
+        log,
+        personas,
+        routes=routes,
+        ids=options.ids,
+        holder=options.holder,
+        actor="charter-run",
+        cache=options.state_cache,
     )
     return Session(manifest, runtime, prices, options, base, owns, invalid)
 

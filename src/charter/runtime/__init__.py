@@ -41,7 +41,7 @@ from .handoffs import (
 )
 from .ids import EventIds, IdFactory, SeededIds
 from .log import Completion, EventLog, EventLogError, LogTransaction, Prefetch, Snapshot
-from .projection import StatusProjection
+from .projection import StateCache, StatusProjection
 from .receipts import ControlReceipt, LeaseInfo, ReceiptStatus, RunReceipt
 from .schedules import ScheduleError, next_scheduled_run, validate_schedule
 from .spec import (
@@ -125,6 +125,7 @@ __all__ = [
     "Prefetch",
     "SpecError",
     "SqliteEventLog",
+    "StateCache",
     "StatusProjection",
     "TriggerError",
     "UndeclaredTriggerError",

@@ -20,7 +20,14 @@ from .events import Event, Kind, NewEvent
 from .follow import Admitted, Follow, FollowFailed, Follows
 from .ids import EventIds, IdFactory
 from .log import Completion, EventLog, LogTransaction
-from .projection import StatusProjection, load_state, prefetch, save_state, snapshot_every
+from .projection import (
+    StateCache,
+    StatusProjection,
+    load_state,
+    prefetch,
+    save_state,
+    snapshot_every,
+)
 from .receipts import ControlReceipt, LeaseInfo, ReceiptStatus, RunReceipt
 from .spec import HandoffRoute, PersonaRuntimeSpec
 from .state import PersonaState, apply
@@ -214,6 +221,7 @@ class PersonaRuntime:
         ids: IdFactory | None = None,
         holder: str = "charter",
         actor: str = "charter",
+        cache: StateCache | None = None,
     ) -> None:
         self.log = log
         if isinstance(personas, Mapping):
@@ -224,7 +232,9 @@ class PersonaRuntime:
         self.ids: IdFactory = ids or EventIds()
         self.holder = holder
         self.actor = actor
-        self.projection = StatusProjection(log)
+        # ``cache``: shared with other runtimes over the same log (one per thread of a
+        # replica), each persona's new events are read and folded once between them
+        self.projection = StatusProjection(log, cache=cache)
         self._follows = Follows()  # a drain's next admission, per thread (see follow.py)
 
     # -- helpers -----------------------------------------------------------

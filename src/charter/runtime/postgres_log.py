@@ -172,16 +172,13 @@ class _PgTxn(LogTransaction):
         # writes not sent yet: they go with the next read or with the COMMIT, in one
         # round trip (one simple query), so the lock is held for fewer round trips
         self._pending: list[tuple[Any, Any]] = []
-        # load_persona's or persona_since's answer read with the lock:
-        # ((persona, version, limit, after), answer)
+        # load_persona's answer read with the lock: ((persona, version, limit), answer)
         self._prefetched: (
-            tuple[
-                tuple[str, int, int, int | None],
-                tuple[Snapshot | None, list[Event]] | tuple[int | None, list[Event]],
-            ]
-            | None
-        )
-        self._prefetched = None
+            tuple[tuple[str, int, int], tuple[Snapshot | None, list[Event]]] | None
+        ) = None
+        # persona_since's rows read with the lock, not decoded yet:
+        # ((persona, version, limit, after), stored snapshot id, rows)
+        self._since: tuple[tuple[str, int, int, int], int | None, list[Any]] | None = None
         # completions read with the lock: (persona, {key: completion or None})
         self._completed: tuple[str, dict[str, Completion | None]] | None = None
 
@@ -209,7 +206,8 @@ class _PgTxn(LogTransaction):
         if not events:
             return []
         assert self._last is not None, "a write transaction reads the head with its lock"
-        self._prefetched = self._completed = None  # read before this write: stale now
+        # read before this write: stale now
+        self._prefetched = self._since = self._completed = None
         out, rows = build_rows(self._log.topic, *self._last, events)
         log = self._log
         # the NOTIFY payload (see wait_for_append): this append's last id and kinds
@@ -265,26 +263,29 @@ class _PgTxn(LogTransaction):
             params.append(limit)
         return [(int(r[0]), r[1]) for r in self._conn.execute(query, params)]
 
-    def _take_prefetched(self, wanted: tuple[str, int, int, int | None]) -> Any:
-        """The answer read with the lock, if it is the one wanted (nothing written since)."""
-        if self._prefetched is not None:
-            (key, answer), self._prefetched = self._prefetched, None
-            if key == wanted:
-                return answer
-        self._flush()
-        return None
-
     def load_persona(
         self, persona: str, version: int, limit: int
     ) -> tuple[Snapshot | None, list[Event]]:
-        answer = self._take_prefetched((persona, version, limit, None))
-        return answer or self._log._persona_rows(persona, version, limit)
+        found, self._prefetched, self._since = self._prefetched, None, None
+        if found is not None and found[0] == (persona, version, limit):
+            return found[1]  # read with the lock, nothing written since
+        self._flush()
+        return self._log._persona_rows(persona, version, limit)
 
     def persona_since(
         self, persona: str, version: int, after: int, limit: int
     ) -> tuple[int | None, list[Event]]:
-        answer = self._take_prefetched((persona, version, limit, after))
-        return answer or self._log._persona_since_rows(persona, version, after, limit)
+        found, self._prefetched, self._since = self._since, None, None
+        if found is not None:
+            (p, v, n, read_after), stored, rows = found
+            # the rows read with the lock after an earlier id hold every event after a
+            # later one too (unless a page was full): another thread of this replica may
+            # have left a newer state in the shared cache while this one waited for the
+            # lock, and only the events after it are decoded
+            if (p, v, n) == (persona, version, limit) and read_after <= after and len(rows) < n:
+                return stored, self._log._decode_tail(rows, after)
+        self._flush()
+        return self._log._persona_since_rows(persona, version, after, limit)
 
     def completions(self, persona: str, work_keys: Sequence[str]) -> dict[str, Completion]:
         keys = list(dict.fromkeys(work_keys))
@@ -316,7 +317,7 @@ class _PgTxn(LogTransaction):
     def save_snapshot(self, snapshot: Snapshot) -> None:
         if not self._writable:
             raise EventLogError("save_snapshot needs a write transaction")
-        self._prefetched = None
+        self._prefetched = self._since = None
         self._pending.append(
             (
                 self._log._save_snapshot,
@@ -425,13 +426,14 @@ class PostgresEventLog(EventLog):
                 "SELECT * FROM ("
                 "(SELECT 0 AS part, event_id, NULL::text AS persona, "
                 "NULL::text AS persona_version, NULL::text AS actor, NULL::text AS kind, "
-                "NULL::timestamptz AS occurred_at, NULL::jsonb AS payload "
+                "NULL::timestamptz AS occurred_at, NULL::text AS payload "
                 "FROM {s}.snapshots WHERE topic = %(topic)s AND persona = %(persona)s "
                 "AND version = %(version)s) "
                 "UNION ALL "
                 "(SELECT 1, event_id, persona, persona_version, actor, kind, occurred_at, "
-                "payload FROM {s}.events WHERE topic = %(topic)s AND persona = %(persona)s "
-                "AND event_id > %(after)s ORDER BY event_id LIMIT %(limit)s)) AS rows "
+                "payload::text FROM {s}.events WHERE topic = %(topic)s "
+                "AND persona = %(persona)s AND event_id > %(after)s "
+                "ORDER BY event_id LIMIT %(limit)s)) AS rows "
                 "ORDER BY part, event_id"
             ).format(s=s)
         )
@@ -479,17 +481,28 @@ class PostgresEventLog(EventLog):
         check_limit(limit)
         params = {"topic": self.topic, "persona": persona, "version": version, "after": after,
                   "limit": limit}  # fmt: skip
-        return self._since_result(self._conn.execute(self._persona_since, params))
+        stored, rows = self._since_rows(self._conn.execute(self._persona_since, params))
+        return stored, self._decode_tail(rows, after)
 
-    def _since_result(self, rows: Iterable[Any]) -> tuple[int | None, list[Event]]:
+    @staticmethod
+    def _since_rows(rows: Iterable[Any]) -> tuple[int | None, list[Any]]:
+        """``_persona_since``'s stored snapshot id and its event rows (payloads as text)."""
         stored: int | None = None
-        tail: list[Event] = []
+        tail: list[Any] = []
         for r in rows:
             if r[0] == 0:
                 stored = int(r[1])
             else:
-                tail.append(Event(int(r[1]), self.topic, r[2], r[5], r[6], r[7], r[4], r[3]))
+                tail.append(r)
         return stored, tail
+
+    def _decode_tail(self, rows: list[Any], after: int) -> list[Event]:
+        loads = json.loads
+        return [
+            Event(int(r[1]), self.topic, r[2], r[5], r[6], loads(r[7]), r[4], r[3])
+            for r in rows
+            if r[1] > after
+        ]
 
     def _events(self, rows: Iterable[Any]) -> list[Event]:
         return [Event(int(r[0]), self.topic, r[1], r[4], r[5], r[6], r[3], r[2]) for r in rows]
@@ -668,12 +681,12 @@ class PostgresEventLog(EventLog):
                 results = self._send(statements)
                 head = results.of(2).fetchone()
                 rows = results.of(3)
-                answer = (
-                    self._persona_result(rows, persona, version)
-                    if after is None
-                    else self._since_result(rows)
-                )
-                txn._prefetched = ((persona, version, limit, after), answer)
+                if after is None:
+                    answer = self._persona_result(rows, persona, version)
+                    txn._prefetched = ((persona, version, limit), answer)
+                else:
+                    stored, tail = self._since_rows(rows)
+                    txn._since = ((persona, version, limit, after), stored, tail)
                 if keys:
                     known: dict[str, Completion | None] = dict.fromkeys(keys)
                     known.update(self._completion_result(results.of(4)))

@@ -123,10 +123,16 @@ def fold(state: PersonaState, events: list[Event]) -> None:
 class StatusProjection:
     """Reads a persona's projected state from a log, compacting long tails."""
 
-    def __init__(self, log: EventLog, *, compact_after: int = COMPACT_AFTER) -> None:
+    def __init__(
+        self,
+        log: EventLog,
+        *,
+        compact_after: int = COMPACT_AFTER,
+        cache: StateCache | None = None,
+    ) -> None:
         self.log = log
         self.compact_after = compact_after
-        self.cache = StateCache()
+        self.cache = cache if cache is not None else StateCache()
 
     def state(self, persona: str) -> PersonaState:
         """The persona's state now; the caller may keep and change it (a fork)."""

@@ -137,6 +137,19 @@ def _finish_run(state: PersonaState, event: Event, status: str) -> dict[str, Any
     return record
 
 
+def _dequeue(queue: list[dict[str, Any]], work_key: object) -> None:
+    """Take ``work_key``'s entry out of ``queue`` (in place: a fork has its own list).
+
+    A key is queued at most once at a time (every writer checks ``Batch.is_queued``
+    under the log's lock), and the queue is drained in order: the entry is found at the
+    front. Rebuilding the whole list per dequeue, as before, made folding a backlog of
+    thousands quadratic (14% of a replica's time at load, runtime_fleet.py)."""
+    for index, item in enumerate(queue):
+        if item["work_key"] == work_key:
+            del queue[index]
+            return
+
+
 def apply(state: PersonaState, event: Event) -> None:
     """Fold one event into ``state`` (in place)."""
     p = event.payload
@@ -282,7 +295,7 @@ def apply(state: PersonaState, event: Event) -> None:
     elif kind == Kind.WORK_COALESCED:
         _bump(state, "coalesced")
     elif kind == Kind.WORK_DEQUEUED:
-        state.queue = [q for q in state.queue if q["work_key"] != p.get("work_key")]
+        _dequeue(state.queue, p.get("work_key"))
     elif kind == Kind.DEAD_LETTERED:
         state.dead_lettered += 1
     elif kind == Kind.PAUSED:

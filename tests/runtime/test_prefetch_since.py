@@ -1,0 +1,110 @@
+"""A write transaction's persona rows, read in its first round trip, serve any later
+state the runtime holds when it has the lock (issue 15).
+
+A replica's threads share one state cache; a thread prefetches the events after the state
+held when it asks for the lock, and while it waits another thread commits and leaves a
+newer state. Before, the rows read were for that older id only: the thread queried again
+(a round trip under the log's lock) and had decoded every row for nothing. Now the rows
+after the newer state are taken from what was read, and only they are decoded."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from runtime_support import AT0, new_pg_log
+
+from charter.runtime import Event, NewEvent, PostgresEventLog
+from charter.runtime.log import Prefetch
+from charter.runtime.state import PROJECTION_VERSION as V
+
+P = "p"
+
+
+@pytest.fixture
+def log() -> Iterator[PostgresEventLog]:
+    """Ten events of ``P`` between others' events."""
+    with new_pg_log() as log:
+        for i in range(10):
+            at = AT0 + timedelta(seconds=i)
+            payload = {"work_key": f"k{i}", "nested": {"i": [i, "x"]}}
+            log.append([NewEvent("other", "persona.run.started", at, {"n": i}),
+                        NewEvent(P, "persona.work.queued", at, payload)])  # fmt: skip
+        yield log
+
+
+def _ids(log: PostgresEventLog) -> list[int]:
+    return [e.event_id for e in log.read(persona=P)]
+
+
+def _no_query(log: PostgresEventLog, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*_args: Any) -> Any:
+        raise AssertionError("queried again under the lock")
+
+    monkeypatch.setattr(log, "_persona_since_rows", refuse)
+
+
+def _decodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    seen: list[str] = []
+    real = json.loads
+
+    def loads(text: str, **kw: Any) -> Any:
+        seen.append(text)
+        return real(text, **kw)
+
+    monkeypatch.setattr(json, "loads", loads)
+    return seen
+
+
+def _expected(log: PostgresEventLog, after: int, limit: int = 100) -> list[Event]:
+    return log.read(persona=P, after=after, limit=limit)
+
+
+def test_a_newer_held_state_takes_only_the_rows_after_it(
+    log: PostgresEventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = _ids(log)
+    expected = _expected(log, ids[6])
+    with log.write(prefetch=Prefetch(P, V, 100, after=ids[2])) as txn:
+        _no_query(log, monkeypatch)
+        decoded = _decodes(monkeypatch)
+        stored, events = txn.persona_since(P, V, ids[6], 100)
+    assert stored is None
+    assert events == expected and [e.payload["work_key"] for e in events] == ["k7", "k8", "k9"]
+    assert len(decoded) == 3  # the three after the newer state, not the seven read
+
+
+def test_the_id_asked_for_is_served_as_before(
+    log: PostgresEventLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = _ids(log)
+    expected = _expected(log, ids[2])
+    with log.write(prefetch=Prefetch(P, V, 100, after=ids[2])) as txn:
+        _no_query(log, monkeypatch)
+        assert txn.persona_since(P, V, ids[2], 100) == (None, expected)
+
+
+def test_an_older_state_than_the_rows_read_is_queried(log: PostgresEventLog) -> None:
+    ids = _ids(log)
+    with log.write(prefetch=Prefetch(P, V, 100, after=ids[5])) as txn:
+        assert txn.persona_since(P, V, ids[1], 100) == (None, _expected(log, ids[1]))
+
+
+def test_a_full_page_read_is_not_cut_short(log: PostgresEventLog) -> None:
+    """Three rows read after k0 end at k3; the three after k1 go on to k4: queried."""
+    ids = _ids(log)
+    with log.write(prefetch=Prefetch(P, V, 3, after=ids[0])) as txn:
+        _, events = txn.persona_since(P, V, ids[1], 3)
+    assert events == _expected(log, ids[1], 3)
+    assert [e.payload["work_key"] for e in events] == ["k2", "k3", "k4"]
+
+
+def test_rows_read_before_the_transaction_appended_are_not_used(log: PostgresEventLog) -> None:
+    ids = _ids(log)
+    with log.write(prefetch=Prefetch(P, V, 100, after=ids[2])) as txn:
+        txn.append([NewEvent(P, "persona.work.queued", AT0, {"work_key": "mine"})])
+        _, events = txn.persona_since(P, V, ids[6], 100)
+        assert [e.payload["work_key"] for e in events] == ["k7", "k8", "k9", "mine"]
