@@ -192,7 +192,10 @@ def test_values_reach_the_log_as_given(fresh: PostgresEventLog) -> None:
     }
     with fresh.write() as txn:
         txn.append([NewEvent(PERSONA, "persona.note", AT0, tricky)])
-    (event,) = fresh.read()
-    assert event.payload == tricky
+    # a batch: its values are quoted in several chunks (``_literals``), 9 per event
+    batch = [{**tricky, "n": n, "work_key": f"{tricky['work_key']} {n}"} for n in range(12)]
+    with fresh.write() as txn:
+        txn.append([NewEvent(PERSONA, "persona.note", AT0, p) for p in batch])
+    assert [e.payload for e in fresh.read()] == [tricky, *batch]
     report = verify(fresh)
-    assert report.ok and report.chained == 1, report.problems
+    assert report.ok and report.chained == 13, report.problems
