@@ -916,14 +916,19 @@ def resume_in_session(session: Session, name: str) -> ResumeResult:
 
 
 def drain_in_session(
-    session: Session, name: str, *, more: Callable[[str], None] | None = None
+    session: Session,
+    name: str,
+    *,
+    more: Callable[[str], None] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> list[RunResult]:
     """Run the work queued at ``max_concurrency`` while leases are free (FIFO).
-    ``more``: as for ``PersonaRuntime.drain`` (serve wakes another worker with it)."""
+    ``more`` and ``stop``: as for ``PersonaRuntime.drain`` (serve wakes another worker
+    with the one, and stops taking work on SIGTERM with the other)."""
     runs: list[RunResult] = []
     clock = session.options.clock()
     execute = _queue_executor(session, name, clock, runs)
-    session.runtime.drain(name, at=clock(), execute=execute, clock=clock, more=more)
+    session.runtime.drain(name, at=clock(), execute=execute, clock=clock, more=more, stop=stop)
     return runs
 
 

@@ -243,6 +243,8 @@ class Supervisor:
         self.log_line = log_line
         #: called with a persona's name when a drain leaves work another worker can start
         self.more: Callable[[str], None] | None = None
+        #: true once the replica shuts down: start no more work (it stays for others)
+        self.stopping: Callable[[], bool] = lambda: False
         self.fired: dict[str, datetime | None] = {
             p.name: last_fired(session, p.name) for p in session.manifest.personas if p.schedules
         }
@@ -283,7 +285,7 @@ class Supervisor:
         """Take up parked runs whose approval was decided (from any process or host)."""
         results: list[RunResult] = []
         for persona in self.session.manifest.personas:
-            if not self.session.runtime.state(persona.name).parked:
+            if self.stopping() or not self.session.runtime.state(persona.name).parked:
                 continue
             for result in resume_parked_in_session(self.session, persona.name):
                 self._say(f"resumed -> {persona.name} {result.work_key}", result)
@@ -294,7 +296,8 @@ class Supervisor:
         """Run queued work (accepted webhooks, work that waited at ``max_concurrency``)."""
         results: list[RunResult] = []
         for persona in self.session.manifest.personas:
-            results.extend(self.drain_persona(persona.name))
+            if not self.stopping():
+                results.extend(self.drain_persona(persona.name))
         return results
 
     def take(self, job: str | WebhookJob) -> None:
@@ -309,7 +312,7 @@ class Supervisor:
             self.run_webhook(job, deliver=False)
 
     def drain_persona(self, name: str) -> list[RunResult]:
-        results = drain_in_session(self.session, name, more=self.more)
+        results = drain_in_session(self.session, name, more=self.more, stop=self.stopping)
         for result in results:
             self._say(f"run {name} {result.work_key}", result)
         return results
@@ -357,6 +360,8 @@ class Supervisor:
             if not self.session.runtime.state(persona.name).inbox:
                 continue
             for item in list(self.session.runtime.state(persona.name).inbox):
+                if self.stopping():
+                    return results
                 try:
                     result = run_handoff_in_session(self.session, persona.name, item["handoff_id"])
                 except (RunError, PersonaRuntimeError) as exc:
@@ -651,6 +656,7 @@ class Server:
                         )
                         supervisor.log_line = self.log_line
                         supervisor.more = self.wake
+                        supervisor.stopping = self.stopping.is_set
                         tick_after = 0.0  # a fresh session ticks at once
                         self.store_back()
                         delay = BACKOFF_START

@@ -1052,6 +1052,7 @@ class PersonaRuntime:
         limit: int | None = None,
         clock: Callable[[], datetime] | None = None,
         more: Callable[[str], None] | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> list[RunReceipt]:
         """Admit work queued at ``max_concurrency``, oldest first, while leases are free.
 
@@ -1063,12 +1064,16 @@ class PersonaRuntime:
         :meth:`resume`: each item admitted at its own time. ``more(name)`` is called when
         an item was admitted for ``execute`` and, as of that admission, more items wait
         with slots free: another worker can start the next while this one runs its own.
+        ``stop()`` true (a replica shutting down): nothing more is admitted, also not by
+        the finish of the run in flight; what waits stays queued for others.
         """
         self.spec(name)
         done: list[RunReceipt] = []
 
         def one(batch: Batch) -> Admitted | None:
             self._expire(batch, name)
+            if stop is not None and stop():
+                return None
             state = batch.state(name)
             slots = self.spec(name).max_concurrency
             if state.control != "active" or not state.queue:
@@ -1087,6 +1092,8 @@ class PersonaRuntime:
             if clock is not None:
                 at = clock()
             if admitted is None:
+                if stop is not None and stop():
+                    break
                 # after an item of this drain: as of this runtime's last write (an item
                 # queued since woke a worker of its own, as for a read); the first reads
                 ahead = self._drain_outlook(name, ensure_utc(at), held=bool(done))
