@@ -77,9 +77,6 @@ class PersonaState:
         """The fields without a deep copy, for serialising at once (saving a snapshot)."""
         return dict(self.__dict__)
 
-    def copy(self) -> PersonaState:
-        return PersonaState.from_dict(self.to_dict())
-
     def fork(self) -> PersonaState:
         """A copy that :func:`apply` can change without changing this one, in time
         linear in the number of entries, not their bytes: containers are copied, and so
@@ -329,10 +326,3 @@ def apply(state: PersonaState, event: Event) -> None:
         _bump(state, "handoffs_dispatched")
     elif kind in (Kind.TRIGGER_RECEIVED, Kind.SCHEDULE_FIRED):
         _bump(state, "wakes")
-
-
-def replay(persona: str, events: list[Event], base: PersonaState | None = None) -> PersonaState:
-    state = base.copy() if base is not None else PersonaState(persona)
-    for event in events:
-        apply(state, event)
-    return state
