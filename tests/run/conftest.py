@@ -121,6 +121,21 @@ def charter_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "charter", *args]
 
 
+def post_webhook(base: str, secret: str, ident: str, plan: dict[str, Any] | None = None) -> int:
+    """POST a signed ``test``/``go`` webhook (``plan``: the scripted workflow's payload)
+    to a serve replica at ``base``; the HTTP status."""
+    import hashlib
+    import hmac
+    import urllib.request
+
+    body = json.dumps({"id": ident, "type": "go", **(plan or {"calls": []})}).encode()
+    request = urllib.request.Request(f"{base}/hooks/test", data=body, method="POST")
+    digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    request.add_header("X-Hub-Signature-256", "sha256=" + digest)
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return int(response.status)
+
+
 def events(pack: Path) -> list[dict[str, Any]]:
     from charter.runtime import open_event_log
 

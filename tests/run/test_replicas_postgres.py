@@ -4,8 +4,6 @@ comes from a third process; webhooks taken by either replica run exactly once.""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import signal
@@ -23,7 +21,7 @@ import pytest
 
 from charter.runtime import open_event_log
 
-from .conftest import charter_argv, executed, invoke, persona_toml
+from .conftest import charter_argv, executed, invoke, persona_toml, post_webhook
 from .test_postgres import pg_url  # noqa: F401  (the fixture)
 
 SECRET = "replica-secret"
@@ -46,12 +44,7 @@ def _serve(
 
 
 def _hook(base: str, ident: str, plan: dict[str, Any]) -> None:
-    body = json.dumps({"id": ident, "type": "go", **plan}).encode()
-    request = urllib.request.Request(f"{base}/hooks/test", data=body, method="POST")
-    digest = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    request.add_header("X-Hub-Signature-256", "sha256=" + digest)
-    with urllib.request.urlopen(request, timeout=10) as response:
-        assert response.status == 202
+    assert post_webhook(base, SECRET, ident, plan) == 202
 
 
 def _kinds(url: str) -> list[tuple[str, dict[str, Any]]]:

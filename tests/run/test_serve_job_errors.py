@@ -3,12 +3,8 @@ stopped ``charter serve`` as a whole, with every other persona's work)."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,18 +14,13 @@ import pytest
 from charter.run import RunOptions
 from charter.run.serve import Server, Supervisor
 
-from .conftest import events, persona_toml
+from .conftest import events, persona_toml, post_webhook
 
 SECRET = "job-errors"
 
 
 def _post(base: str, ident: str) -> int:
-    body = json.dumps({"id": ident, "type": "go", "calls": []}).encode()
-    request = urllib.request.Request(f"{base}/hooks/test", data=body, method="POST")
-    digest = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    request.add_header("X-Hub-Signature-256", "sha256=" + digest)
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return int(response.status)
+    return post_webhook(base, SECRET, ident)
 
 
 def test_a_job_that_raises_is_reported_and_the_next_one_runs(

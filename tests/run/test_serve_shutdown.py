@@ -5,12 +5,8 @@ finish of each run admitted the next one."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import json
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,18 +14,13 @@ from typing import Any
 from charter.run import RunOptions
 from charter.run.serve import Server
 
-from .conftest import events, persona_toml
+from .conftest import events, persona_toml, post_webhook
 
 SECRET = "shutdown"
 
 
 def _post(base: str, ident: str, plan: dict[str, Any]) -> int:
-    body = json.dumps({"id": ident, "type": "go", **plan}).encode()
-    request = urllib.request.Request(f"{base}/hooks/test", data=body, method="POST")
-    digest = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    request.add_header("X-Hub-Signature-256", "sha256=" + digest)
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return int(response.status)
+    return post_webhook(base, SECRET, ident, plan)
 
 
 def _kinds(pack: Path, kind: str) -> list[str]:

@@ -63,15 +63,23 @@ def _expected(log: PostgresEventLog, after: int, limit: int = 100) -> list[Event
     return log.read(persona=P, after=after, limit=limit)
 
 
+def _served(
+    log: PostgresEventLog, monkeypatch: pytest.MonkeyPatch, read_after: int, after: int
+) -> tuple[tuple[int | None, list[Event]], list[str]]:
+    """``persona_since(after)`` in a write whose rows were read after ``read_after``,
+    refusing any further query; and the payloads it decoded."""
+    with log.write(prefetch=Prefetch(P, V, 100, after=read_after)) as txn:
+        _no_query(log, monkeypatch)
+        decoded = _decodes(monkeypatch)
+        return txn.persona_since(P, V, after, 100), decoded
+
+
 def test_a_newer_held_state_takes_only_the_rows_after_it(
     log: PostgresEventLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ids = _ids(log)
     expected = _expected(log, ids[6])
-    with log.write(prefetch=Prefetch(P, V, 100, after=ids[2])) as txn:
-        _no_query(log, monkeypatch)
-        decoded = _decodes(monkeypatch)
-        stored, events = txn.persona_since(P, V, ids[6], 100)
+    (stored, events), decoded = _served(log, monkeypatch, ids[2], ids[6])
     assert stored is None
     assert events == expected and [e.payload["work_key"] for e in events] == ["k7", "k8", "k9"]
     assert len(decoded) == 3  # the three after the newer state, not the seven read
@@ -82,9 +90,8 @@ def test_the_id_asked_for_is_served_as_before(
 ) -> None:
     ids = _ids(log)
     expected = _expected(log, ids[2])
-    with log.write(prefetch=Prefetch(P, V, 100, after=ids[2])) as txn:
-        _no_query(log, monkeypatch)
-        assert txn.persona_since(P, V, ids[2], 100) == (None, expected)
+    answer, decoded = _served(log, monkeypatch, ids[2], ids[2])
+    assert answer == (None, expected) and len(decoded) == 7
 
 
 def test_an_older_state_than_the_rows_read_is_queried(log: PostgresEventLog) -> None:
