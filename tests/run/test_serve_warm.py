@@ -7,6 +7,7 @@ fleet's p99 (runtime_fleet.py)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 from charter.run import RunOptions, serve
 from charter.run.serve import Server
 from charter.run.web.data import ConsoleData
+from charter.runtime.state import PersonaState
 
 from .conftest import persona_toml
 from .test_serve_job_errors import SECRET, _post
@@ -89,3 +91,27 @@ def test_every_thread_of_a_replica_folds_into_one_state_cache(
     cache = server.options.state_cache
     assert cache is not None
     assert all(s.runtime.projection.cache is cache for s in sessions)
+
+
+def test_the_shared_states_start_over_when_the_database_went_away(
+    replica: tuple[Server, list[Any], list[str]],
+) -> None:
+    """A database may come back as a replica that lost the last commits: a state held
+    past its log would be folded on from ids that now belong to other events. Each
+    thread's own cache went with its session; the shared one is emptied on the outage
+    and again when the store is back (what a session put meanwhile)."""
+    server, _sessions, _marks = replica
+    assert _post(server.address, "held") == 202
+    cache = server.options.state_cache
+    assert cache is not None
+    deadline = time.monotonic() + 30
+    while cache.get("actor") is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    server.store_down(ConnectionError("gone"))
+    assert cache.get("actor") is None
+    # a session of the old connection puts its state after that
+    cache.put("actor", PersonaState("actor", last_event_id=10**6), 0)
+    assert cache.get("actor") is not None
+    server.store_back()
+    assert cache.get("actor") is None

@@ -718,6 +718,12 @@ class Server:
                 with contextlib.suppress(Exception):
                     session.close()
 
+    def _forget_states(self) -> None:
+        """The replica's shared states start over with the database: as each thread's
+        own cache did when its session was opened again after an outage."""
+        if self.options.state_cache is not None:
+            self.options.state_cache.clear()
+
     def _connected(self) -> None:
         """A worker's first session is open: ready when every worker's is."""
         with self._outage_lock:
@@ -740,6 +746,7 @@ class Server:
             if self._outage is None:
                 self._outage = time.monotonic()
                 self._generation += 1
+                self._forget_states()
                 self.log_line(f"state store unavailable ({exc}); retrying with backoff")
                 # every connection of this process went with it: the accept thread's
                 # reconnects too, so it does not find out later and report it again
@@ -750,6 +757,7 @@ class Server:
             if self._outage is not None:
                 took = time.monotonic() - self._outage
                 self._outage = None
+                self._forget_states()  # (and what a session put while it went away)
                 self.log_line(f"state store reachable again after {took:.1f}s")
 
     def watch(self) -> None:

@@ -91,6 +91,13 @@ class StateCache:
             if held is None or held[0].last_event_id <= state.last_event_id:
                 self._held[persona] = (state, tail)
 
+    def clear(self) -> None:
+        """Forget every state held (the database went away: it may come back as a
+        replica that lost the last commits, and a state held past its log would be
+        folded on from events that no longer exist)."""
+        with self._lock:
+            self._held.clear()
+
     def after(self, persona: str) -> int | None:
         """The id a read of ``persona`` starts after, when a state is held."""
         held = self.get(persona)
