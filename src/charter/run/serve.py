@@ -569,9 +569,7 @@ class Server:
         work: list[tuple[str, WorkItem]] = []
         taken: list[tuple[_Pending, int]] = []  # each request and how many items it has
         try:
-            if self._accept_session is None:
-                self._accept_session = open_session(self.options)
-            runtime = self._accept_session.runtime
+            runtime = self._open_accept().runtime
         except BaseException as exc:
             for pending in batch:
                 pending.done.set_exception(exc)
@@ -614,9 +612,11 @@ class Server:
             )
             at += count
 
-    def _open_accept(self) -> None:
+    def _open_accept(self) -> Session:
+        """The accept thread's session, opened on first use (or at start-up)."""
         if self._accept_session is None:
             self._accept_session = open_session(self.options)
+        return self._accept_session
 
     def _close_accept(self) -> None:
         if self._accept_session is not None:
