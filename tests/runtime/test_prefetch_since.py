@@ -17,7 +17,14 @@ from typing import Any
 import pytest
 from runtime_support import AT0, new_pg_log
 
-from charter.runtime import Event, NewEvent, PostgresEventLog
+from charter.runtime import (
+    Event,
+    NewEvent,
+    PersonaRuntime,
+    PersonaRuntimeSpec,
+    PostgresEventLog,
+    ReceiptStatus,
+)
 from charter.runtime.log import Prefetch
 from charter.runtime.state import PROJECTION_VERSION as V
 
@@ -115,3 +122,44 @@ def test_rows_read_before_the_transaction_appended_are_not_used(log: PostgresEve
         txn.append([NewEvent(P, "persona.work.queued", AT0, {"work_key": "mine"})])
         _, events = txn.persona_since(P, V, ids[6], 100)
         assert [e.payload["work_key"] for e in events] == ["k7", "k8", "k9", "mine"]
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["snapshot", "held state"])
+def test_a_group_commit_reads_every_persona_with_the_lock(
+    monkeypatch: pytest.MonkeyPatch, held: bool
+) -> None:
+    """Webhooks for four personas accepted in one transaction: each persona's state and
+    duplicate window come with the lock, in the first round trip; before, the first
+    persona's did and the three others were read one by one under the lock."""
+    names = [f"q{n}" for n in range(4)]
+    specs = [PersonaRuntimeSpec(n, triggers=("test.*",)) for n in names]
+    with new_pg_log() as log:
+        runtime = PersonaRuntime(log, specs)
+
+        def accept(tag: str) -> list[Any]:
+            work = [(n, runtime.trigger_item(n, provider="test", kind="go",
+                                             metadata={"id": f"{tag}{i}"}))
+                    for i in range(3) for n in names]  # fmt: skip
+            return runtime.accept_many(work, at=AT0)
+
+        assert all(r.status is ReceiptStatus.QUEUED for r in accept("a"))
+        if not held:
+            runtime.projection.cache.clear()
+        sent: list[str] = []
+        real = log._conn.execute
+
+        def execute(query: Any, *args: Any, **kw: Any) -> Any:
+            text = query.decode() if isinstance(query, bytes) else str(query)
+            sent.append(text)
+            return real(query, *args, **kw)
+
+        monkeypatch.setattr(log._conn, "execute", execute)
+        receipts = accept("b")
+        monkeypatch.undo()
+        assert [r.status for r in receipts] == [ReceiptStatus.QUEUED] * 12
+        assert len(sent) == 2 and sent[1].rstrip().endswith("COMMIT"), sent
+        accept("b")  # offered again: each persona's queue, read with the lock, has them
+        for name in names:
+            state = runtime.state(name)
+            assert len(state.queue) == 6 and state.counters.get("coalesced") == 3
+            assert state.to_dict() == runtime.projection.rebuild(name).to_dict()

@@ -253,15 +253,19 @@ class PersonaRuntime:
         *,
         persona: str | None = None,
         work_keys: Sequence[str] = (),
+        personas: Mapping[str, Sequence[str]] | None = None,
     ) -> T:
         """Run ``body`` in one exclusive transaction; its emitted events commit atomically.
 
         ``persona``: the persona whose state ``body`` reads first, and ``work_keys`` the
         keys whose duplicate window it checks, which the backend may read with the
-        transaction's first round trip."""
+        transaction's first round trip; ``personas``: several, each with its keys."""
         at = ensure_utc(at)
         cache = self.projection.cache
-        ahead = None if persona is None else prefetch(persona, work_keys, cache)
+        wanted = dict(personas or {})
+        if persona is not None:
+            wanted = {persona: work_keys, **wanted}
+        ahead = [prefetch(name, keys, cache) for name, keys in wanted.items()]
         with self.log.write(prefetch=ahead) as txn:
             batch = Batch(txn, self, at)
             result = body(batch)
@@ -440,11 +444,15 @@ class PersonaRuntime:
         """
         for name, _ in work:
             self.spec(name)
+        # every persona's state and duplicate window read with the lock, in one round
+        # trip (a group commit over four personas read three of them one by one after)
+        keys: dict[str, list[str]] = {}
+        for name, item in work:
+            keys.setdefault(name, []).append(item.work_key)
         return self.transact(
             at,
             lambda b: [self._submit(b, n, i, False, None, False, True) for n, i in work],
-            persona=work[0][0] if work else None,
-            work_keys=[i.work_key for n, i in work if n == work[0][0]],
+            personas=keys,
         )
 
     def _wake_kind(self, item: WorkItem) -> str:

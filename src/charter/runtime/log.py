@@ -136,12 +136,15 @@ class EventLog(ABC):
     commits: int = 0
 
     @abstractmethod
-    def write(self, *, prefetch: Prefetch | None = None) -> AbstractContextManager[LogTransaction]:
+    def write(
+        self, *, prefetch: Prefetch | Sequence[Prefetch] | None = None
+    ) -> AbstractContextManager[LogTransaction]:
         """An exclusive write transaction; commits on normal exit, rolls back on error.
 
         ``prefetch``: what the transaction will first ask :meth:`LogTransaction.load_persona`
-        and :meth:`LogTransaction.completions` for; a backend with round trips reads it
-        together with taking the lock (SQLite has none to save and reads it when asked).
+        (or ``persona_since``) and :meth:`LogTransaction.completions` for, one persona or
+        several; a backend with round trips reads it together with taking the lock (SQLite
+        has none to save and reads it when asked).
         """
 
     @abstractmethod

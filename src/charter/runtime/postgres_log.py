@@ -177,15 +177,15 @@ class _PgTxn(LogTransaction):
         # writes not sent yet: they go with the next read or with the COMMIT, in one
         # round trip (one simple query), so the lock is held for fewer round trips
         self._pending: list[tuple[Any, Any]] = []
-        # load_persona's answer read with the lock: ((persona, version, limit), answer)
-        self._prefetched: (
-            tuple[tuple[str, int, int], tuple[Snapshot | None, list[Event]]] | None
-        ) = None
-        # persona_since's rows read with the lock, not decoded yet:
-        # ((persona, version, limit, after), stored snapshot id, rows)
-        self._since: tuple[tuple[str, int, int, int], int | None, list[Any]] | None = None
-        # completions read with the lock: (persona, {key: completion or None})
-        self._completed: tuple[str, dict[str, Completion | None]] | None = None
+        # read with the lock, per persona (each taken once; any write makes them stale):
+        # load_persona's answer, {persona: ((version, limit), answer)}
+        self._prefetched: dict[str, tuple[tuple[int, int], tuple[Snapshot | None, list[Event]]]]
+        self._prefetched = {}
+        # persona_since's rows, not decoded yet: {persona: ((version, limit, after),
+        # stored snapshot id, rows)}
+        self._since: dict[str, tuple[tuple[int, int, int], int | None, list[Any]]] = {}
+        # completions: {persona: {key: completion or None}}
+        self._completed: dict[str, dict[str, Completion | None]] = {}
 
     def _flush(self) -> None:
         """Send the queued writes (before a read, which must see them)."""
@@ -212,7 +212,7 @@ class _PgTxn(LogTransaction):
             return []
         assert self._last is not None, "a write transaction reads the head with its lock"
         # read before this write: stale now
-        self._prefetched = self._since = self._completed = None
+        self._prefetched, self._since, self._completed = {}, {}, {}
         out, rows = build_rows(self._log.topic, *self._last, events)
         log = self._log
         # the NOTIFY payload (see wait_for_append): this append's last id and kinds
@@ -271,8 +271,9 @@ class _PgTxn(LogTransaction):
     def load_persona(
         self, persona: str, version: int, limit: int
     ) -> tuple[Snapshot | None, list[Event]]:
-        found, self._prefetched, self._since = self._prefetched, None, None
-        if found is not None and found[0] == (persona, version, limit):
+        found = self._prefetched.pop(persona, None)
+        self._since.pop(persona, None)
+        if found is not None and found[0] == (version, limit):
             return found[1]  # read with the lock, nothing written since
         self._flush()
         return self._log._persona_rows(persona, version, limit)
@@ -280,14 +281,15 @@ class _PgTxn(LogTransaction):
     def persona_since(
         self, persona: str, version: int, after: int, limit: int
     ) -> tuple[int | None, list[Event]]:
-        found, self._prefetched, self._since = self._since, None, None
+        found = self._since.pop(persona, None)
+        self._prefetched.pop(persona, None)
         if found is not None:
-            (p, v, n, read_after), stored, rows = found
+            (v, n, read_after), stored, rows = found
             # the rows read with the lock after an earlier id hold every event after a
             # later one too (unless a page was full): another thread of this replica may
             # have left a newer state in the shared cache while this one waited for the
             # lock, and only the events after it are decoded
-            if (p, v, n) == (persona, version, limit) and read_after <= after and len(rows) < n:
+            if (v, n) == (version, limit) and read_after <= after and len(rows) < n:
                 return stored, self._log._decode_tail(rows, after)
         self._flush()
         return self._log._persona_since_rows(persona, version, after, limit)
@@ -295,8 +297,8 @@ class _PgTxn(LogTransaction):
     def completions(self, persona: str, work_keys: Sequence[str]) -> dict[str, Completion]:
         keys = list(dict.fromkeys(work_keys))
         found: dict[str, Completion] = {}
-        if self._completed is not None and self._completed[0] == persona:
-            known = self._completed[1]
+        known = self._completed.get(persona)
+        if known is not None:
             for key in [k for k in keys if k in known]:
                 keys.remove(key)
                 if (completion := known[key]) is not None:
@@ -322,7 +324,7 @@ class _PgTxn(LogTransaction):
     def save_snapshot(self, snapshot: Snapshot) -> None:
         if not self._writable:
             raise EventLogError("save_snapshot needs a write transaction")
-        self._prefetched = self._since = None
+        self._prefetched, self._since = {}, {}
         self._pending.append(
             (
                 self._log._save_snapshot,
@@ -668,44 +670,42 @@ class PostgresEventLog(EventLog):
         return redact(self.url)
 
     @contextmanager
-    def write(self, *, prefetch: Prefetch | None = None) -> Iterator[LogTransaction]:
+    def write(
+        self, *, prefetch: Prefetch | Sequence[Prefetch] | None = None
+    ) -> Iterator[LogTransaction]:
         txn = _PgTxn(self, writable=True)
         # one round trip: BEGIN, the topic's lock, then the head (and the prefetched
-        # persona), read by statements that start after the lock is held (READ COMMITTED
+        # personas), read by statements that start after the lock is held (READ COMMITTED
         # takes a snapshot per statement), so they see every earlier commit
+        ahead = [prefetch] if isinstance(prefetch, Prefetch) else list(prefetch or ())
         try:
-            if prefetch is None:  # simple query protocol, several statements
+            if not ahead:  # simple query protocol, several statements
                 cur = self._conn.execute(self._begin_write)
                 cur.nextset()
                 cur.nextset()
                 head = cur.fetchone()
             else:
-                persona, version, limit = prefetch.persona, prefetch.version, prefetch.limit
-                after = prefetch.after
-                keys = list(dict.fromkeys(prefetch.work_keys))
-                params = {"topic": self.topic, "persona": persona, "version": version,
-                          "after": after, "limit": limit}  # fmt: skip
                 statements: list[tuple[Any, Any]] = [
                     ("BEGIN", None),
                     (self._take_lock.encode(), ()),  # (prepared: planned once)
                     (self._read_head.encode(), ()),
-                    (self._load_persona if after is None else self._persona_since, params),
                 ]
-                if keys:
-                    statements.append((self._completions, (keys, self.topic, persona)))
+                for one in ahead:
+                    params = {"topic": self.topic, "persona": one.persona,
+                              "version": one.version, "after": one.after,
+                              "limit": one.limit}  # fmt: skip
+                    statements.append(
+                        (self._load_persona if one.after is None else self._persona_since, params)
+                    )
+                    if one.work_keys:
+                        keys = list(dict.fromkeys(one.work_keys))
+                        statements.append((self._completions, (keys, self.topic, one.persona)))
                 results = self._send(statements)
                 head = results.of(2).fetchone()
-                rows = results.of(3)
-                if after is None:
-                    answer = self._persona_result(rows, persona, version)
-                    txn._prefetched = ((persona, version, limit), answer)
-                else:
-                    stored, tail = self._since_rows(rows)
-                    txn._since = ((persona, version, limit, after), stored, tail)
-                if keys:
-                    known: dict[str, Completion | None] = dict.fromkeys(keys)
-                    known.update(self._completion_result(results.of(4)))
-                    txn._completed = (persona, known)
+                at = 3
+                for one in ahead:
+                    self._take_ahead(txn, one, results, at)
+                    at += 2 if one.work_keys else 1
             txn._last = (int(head[0]), head[1]) if head else (0, None)
             yield txn
             # the writes still queued and the COMMIT: one round trip
@@ -715,6 +715,24 @@ class PostgresEventLog(EventLog):
             self._rollback()
             raise
         self.commits += 1
+
+    def _take_ahead(self, txn: _PgTxn, one: Prefetch, results: _Results, at: int) -> None:
+        """Keep what ``one`` read in the first round trip (``results`` from index ``at``)
+        for the transaction to take when it asks."""
+        persona, version, limit = one.persona, one.version, one.limit
+        rows = results.of(at)
+        if one.after is None:
+            txn._prefetched[persona] = (
+                (version, limit),
+                self._persona_result(rows, persona, version),
+            )
+        else:
+            stored, tail = self._since_rows(rows)
+            txn._since[persona] = ((version, limit, one.after), stored, tail)
+        if one.work_keys:
+            known: dict[str, Completion | None] = dict.fromkeys(one.work_keys)
+            known.update(self._completion_result(results.of(at + 1)))
+            txn._completed[persona] = known
 
     @contextmanager
     def read_view(self) -> Iterator[LogTransaction]:

@@ -260,7 +260,9 @@ class SqliteEventLog(EventLog):
                 delay = min(delay * 2, 0.25)
 
     @contextmanager
-    def write(self, *, prefetch: Prefetch | None = None) -> Iterator[LogTransaction]:
+    def write(
+        self, *, prefetch: Prefetch | Sequence[Prefetch] | None = None
+    ) -> Iterator[LogTransaction]:
         self._begin_immediate()
         try:
             yield _SqliteTxn(self._conn, self.topic, writable=True)
