@@ -12,7 +12,10 @@ appended events (the log's lock admits one at a time) and webhooks per accept tr
 (group commit), both counted from the rows' ``xmin``.
 
     python benchmarks/runtime_fleet.py [--webhooks 200] [--rate 100] [--baseline DIR]
-        [--only postgresql-4]
+        [--only postgresql-4] [--personas 1]
+
+``--personas N`` spreads the webhooks round-robin over N personas (16 run slots in all),
+each with its own queue, leases and state: a fleet's work is rarely one persona's.
 
 ``--baseline DIR`` (a directory holding a ``charter`` package, e.g. ``git archive <commit>
 src | tar -x -C /tmp/base`` then ``/tmp/base/src``) runs every case twice, the replicas
@@ -43,17 +46,26 @@ from charter.runtime.postgres_log import split_state_url
 from runtime_common import PG_BASE
 
 SECRET = "bench"
-MANIFEST = """
+PERSONA = """
 [[personas]]
-name = "worker"
+name = "worker{n}"
 description = "One tool call per webhook."
 entry_workflow = "w.py:run"
 autonomy_tier = "act_auto"
 receipt_policy = "optional"
 tools = ["noop"]
-triggers = ["bench.go"]
-runtime = { max_concurrency = 16 }
+triggers = ["bench.go{n}"]
+runtime = {{ max_concurrency = {slots} }}
 """
+
+
+def manifest(personas: int) -> str:
+    """``personas`` personas, ``worker0``... each woken by its own kind ``go0``...; 16
+    run slots in all."""
+    slots = max(1, 16 // personas)
+    return "".join(PERSONA.format(n=n, slots=slots) for n in range(personas))
+
+
 WORKFLOW = '''
 from charter.agent import make_tool
 
@@ -84,8 +96,8 @@ def start(project: Path, state: list[str], code: str | None) -> tuple[subprocess
     return proc, line.split()[2]
 
 
-def post(base: str, ident: str) -> float:
-    body = json.dumps({"id": ident, "type": "go"}).encode()
+def post(base: str, ident: str, kind: str) -> float:
+    body = json.dumps({"id": ident, "type": kind}).encode()
     request = urllib.request.Request(f"{base}/hooks/bench", data=body, method="POST")
     digest = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
     request.add_header("X-Hub-Signature-256", "sha256=" + digest)
@@ -121,10 +133,11 @@ def run_case(
     n: int,
     rate: float,
     code: str | None = None,
+    personas: int = 1,
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
-        (project / "charter.toml").write_text(MANIFEST)
+        (project / "charter.toml").write_text(manifest(personas))
         (project / "w.py").write_text(WORKFLOW)
         procs = [start(project, state, code) for _ in range(replicas)]
         posted: dict[str, float] = {}
@@ -134,11 +147,11 @@ def run_case(
             begin = time.time()
 
             def send(i: int) -> None:
-                ident = f"k{i}"
+                ident, kind = f"k{i}", f"go{i % personas}"
                 at = time.time()
-                took = post(procs[i % replicas][1], ident)
+                took = post(procs[i % replicas][1], ident, kind)
                 with lock:
-                    posted[f"webhook:bench:go:{ident}"] = at
+                    posted[f"webhook:bench:{kind}:{ident}"] = at
                     admission.append(took)
 
             threads = []
@@ -158,7 +171,7 @@ def run_case(
                 done = {}
                 seen = 0  # read on from here: rereading the whole log competed with the fleet
                 while time.time() < deadline:
-                    for e in log.read(after=seen, persona="worker", limit=5000):
+                    for e in log.read(after=seen, limit=5000):
                         seen = e.event_id
                         if e.kind == "persona.run.completed":
                             done[e.payload["work_key"]] = e
@@ -199,6 +212,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=100.0, help="webhooks per second")
     parser.add_argument("--baseline", help="a directory holding the baseline's charter package")
     parser.add_argument(
+        "--personas", type=int, default=1, help="spread the webhooks over this many personas"
+    )
+    parser.add_argument(
         "--only", action="append", default=[], help="sqlite-1, postgresql-1, -2 or -4 (repeatable)"
     )
     args = parser.parse_args()
@@ -207,7 +223,8 @@ def main() -> None:
         if not (Path(args.baseline) / "charter" / "__init__.py").is_file():
             parser.error(f"--baseline {args.baseline}: no charter package there")
         codes = [("before ", str(Path(args.baseline).resolve())), ("after ", None)]
-    print(f"{args.webhooks} webhooks at {args.rate:g}/s, serve --workers 2 per replica")
+    print(f"{args.webhooks} webhooks at {args.rate:g}/s over {args.personas} persona(s), "
+          "serve --workers 2 per replica")  # fmt: skip
     print(f"{'case':29s} {'adm/s':>8s} {'adm p50':>8s} {'adm p99':>8s} {'done p50':>9s} "
           f"{'done p99':>9s} {'runs/s':>9s} {'events/s':>9s} {'txns/s':>7s} "
           f"{'hooks/txn':>9s}   (ms)")  # fmt: skip
@@ -219,7 +236,8 @@ def main() -> None:
             label = f"{tag}{backend}, {replicas} replica(s)"
             if backend == "sqlite":
                 with tempfile.TemporaryDirectory() as tmp:
-                    run_case(label, 1, ["--state-dir", tmp], tmp, args.webhooks, args.rate, code)
+                    run_case(label, 1, ["--state-dir", tmp], tmp, args.webhooks, args.rate, code,
+                             args.personas)  # fmt: skip
                 continue
             url = f"{PG_BASE}?schema=charter_fleet_{uuid.uuid4().hex[:10]}"
             try:
@@ -228,7 +246,8 @@ def main() -> None:
                 print(f"postgresql unavailable, skipped: {exc}")
                 return
             try:
-                run_case(label, replicas, ["--state", url], url, args.webhooks, args.rate, code)
+                run_case(label, replicas, ["--state", url], url, args.webhooks, args.rate, code,
+                         args.personas)  # fmt: skip
             finally:
                 log = PostgresEventLog(url)
                 log.drop_schema()
