@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from charter.runtime import EventLogError, NewEvent, SqliteEventLog
+from charter.runtime.sqlite_log import DB_FILENAME
 
 AT = datetime(2026, 4, 24, 12, tzinfo=UTC)
 
@@ -44,6 +45,24 @@ def test_begin_is_retried_when_sqlite_returns_busy_at_once(tmp_path: Path) -> No
     assert event.event_id == 1
     holder.join()
     log.close()
+
+
+def test_a_new_state_opened_while_another_process_locks_it_waits(tmp_path: Path) -> None:
+    """Processes opening a new state at once: switching it to WAL fails at once (SQLite's
+    busy wait does not apply) while another holds a lock. Before, the second process
+    answered "cannot open state ...: database is locked" (a CLI trigger in
+    test_concurrent_cli_triggers_all_get_an_answer, now and then under load)."""
+    path = tmp_path / DB_FILENAME
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE mine (x)")  # a new database, still in rollback journal mode
+    holder = _hold_write_lock(path, 0.3)
+    started = time.monotonic()
+    log = SqliteEventLog(tmp_path, busy_timeout_ms=5_000)
+    assert time.monotonic() - started >= 0.25
+    assert log.append([NewEvent("p", "persona.test", AT, {})])[0].event_id == 1
+    holder.join()
+    log.close()
+    other.close()
 
 
 def test_a_lock_held_past_the_timeout_is_a_clear_error(tmp_path: Path) -> None:

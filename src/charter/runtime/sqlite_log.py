@@ -215,7 +215,10 @@ class SqliteEventLog(EventLog):
                 self.path, isolation_level=None, timeout=busy_timeout_ms / 1000
             )
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            # several processes opening a new state at once: switching a journal mode
+            # fails at once, without SQLite's busy wait, while another one holds a lock
+            # (seen as a CLI trigger answering "database is locked", under load)
+            mode = self._retry_busy("PRAGMA journal_mode = WAL", "open the state").fetchone()
             if mode is None or str(mode[0]).lower() != "wal":
                 raise EventLogError(f"{self.path}: could not enable WAL journaling")
             # WAL + NORMAL survives a killed process; only power loss can drop the last commits.
@@ -241,16 +244,21 @@ class SqliteEventLog(EventLog):
         BEGIN is retried with jittered backoff until the same deadline. Nothing has run
         yet when BEGIN fails, so a retry cannot repeat any work.
         """
+        self._retry_busy("BEGIN IMMEDIATE", "start a write")
+
+    def _retry_busy(self, statement: str, what: str) -> sqlite3.Cursor:
+        """Execute ``statement`` (one that has done nothing when it fails busy), retried
+        with jittered backoff while another process holds the lock, up to the busy
+        timeout."""
         deadline = time.monotonic() + self._busy_timeout_ms / 1000
         delay = 0.005
         while True:
             try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                return
+                return self._conn.execute(statement)
             except sqlite3.OperationalError as exc:
                 text = str(exc).lower()
                 if "locked" not in text and "busy" not in text:
-                    raise EventLogError(f"{self.path}: cannot start a write: {exc}") from exc
+                    raise EventLogError(f"{self.path}: cannot {what}: {exc}") from exc
                 if time.monotonic() >= deadline:
                     raise EventLogError(
                         f"{self.path}: the state is busy: another process held the write "
