@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .names import canonical_name
     from .network import DEFAULT_SCHEMES, HostError, host_of, parse_target
     from .paths import SENSITIVE_PATHS, PathContext, expand_pattern, make_context, resolve_target
+    from .runs_later import RUNS_LATER, RunsLater, runs_later
     from .scope import BASE_TOOLS, MEMORY_TOOLS, AgentScope
     from .scoped import ScopeViolation, scope_violation, scoped_policy, with_scoped_executor
     from .shell import CommandParseError, SimpleCommand, parse_command_line
@@ -71,6 +72,9 @@ _LAZY = {
     "HostError": "network",
     "host_of": "network",
     "parse_target": "network",
+    "RUNS_LATER": "runs_later",
+    "RunsLater": "runs_later",
+    "runs_later": "runs_later",
     "SENSITIVE_PATHS": "paths",
     "PathContext": "paths",
     "expand_pattern": "paths",
@@ -107,6 +111,7 @@ __all__ = [
     "BUILTIN_TOOLS",
     "LEVEL_NAMES",
     "MEMORY_TOOLS",
+    "RUNS_LATER",
     "SENSITIVE_PATHS",
     "UNANNOTATED_LEVEL",
     "AgentScope",
@@ -117,6 +122,7 @@ __all__ = [
     "Outcome",
     "PathContext",
     "PathRules",
+    "RunsLater",
     "Policy",
     "mcp_tools_follow_servers",
     "unknown_tool_names",
@@ -130,6 +136,7 @@ __all__ = [
     "ToolCall",
     "builtin_annotations",
     "canonical_name",
+    "runs_later",
     "combined_policy",
     "current_stack",
     "decide",

@@ -1,0 +1,108 @@
+"""Files that run later: what a program executes without anyone reading it first.
+
+One list, used by every enforcement point. A file on it is read-only to a sandboxed shell
+(even inside a writable root), to the ``write``/``edit`` tools, and to a launched coding CLI,
+unless a persona allows it by exact name: a call that could write one could plant what the
+user's next unsandboxed command (``git status``, ``claude``, opening the editor, ``cd``)
+runs on the host. Files a persona edits as ordinary work (a ``Makefile``, ``package.json``
+scripts) are not on it: they run only when someone asks for them.
+
+Each entry is a glob over the path *below any directory* (``.git/config`` matches the
+repository's and a nested checkout's) with the reason it is here. :func:`runs_later`
+matches a path and each of its ancestors, so a file under a listed directory is covered.
+The names follow @anthropic-ai/sandbox-runtime's mandatory deny list, extended with what
+git, direnv, npm and the four coding CLIs read at start-up.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True, slots=True)
+class RunsLater:
+    """One entry: ``pattern`` (a glob below any directory; ``*`` is one component, ``**``
+    any number) and ``why`` a program runs it."""
+
+    pattern: str
+    why: str
+
+
+RUNS_LATER: tuple[RunsLater, ...] = (
+    # Shells read these at start-up.
+    RunsLater(".bashrc", "bash runs it at start-up"),
+    RunsLater(".bash_profile", "bash runs it for a login shell"),
+    RunsLater(".bash_login", "bash runs it for a login shell"),
+    RunsLater(".bash_logout", "bash runs it when a login shell exits"),
+    RunsLater(".profile", "sh and bash run it for a login shell"),
+    RunsLater(".zshrc", "zsh runs it at start-up"),
+    RunsLater(".zshenv", "zsh runs it for every shell"),
+    RunsLater(".zprofile", "zsh runs it for a login shell"),
+    RunsLater(".zlogin", "zsh runs it for a login shell"),
+    RunsLater(".envrc", "direnv runs it on entering the directory"),
+    # git: configuration can name programs (core.fsmonitor, core.pager, aliases with !,
+    # filter drivers, credential helpers) and hooks run on commit, checkout, merge, push.
+    RunsLater(".gitconfig", "git reads it: core.fsmonitor, aliases and drivers run programs"),
+    RunsLater(".git/config", "git reads it: core.fsmonitor, aliases and drivers run programs"),
+    RunsLater(".git/hooks", "git runs them on commit, checkout, merge and push"),
+    RunsLater(".git/commondir", "points git at another repository's config and hooks"),
+    RunsLater(".git/modules/**/config", "a submodule's git config"),
+    RunsLater(".git/modules/**/hooks", "a submodule's hooks"),
+    RunsLater(".gitmodules", "submodule URLs and update commands run on `git submodule update`"),
+    RunsLater(".husky", "hooks run on commit when core.hooksPath names them (husky)"),
+    # Package managers.
+    RunsLater(".npmrc", "npm reads it: script-shell, node-options and registries"),
+    RunsLater(".yarnrc", "yarn reads it: yarn-path runs a program"),
+    RunsLater(".yarnrc.yml", "yarn reads it: yarnPath runs a program"),
+    RunsLater(".ripgreprc", "ripgrep reads it: --pre runs a program"),
+    # Editors and dev containers run tasks and commands from these on opening a folder.
+    RunsLater(".vscode", "VS Code runs tasks and launch configurations from it"),
+    RunsLater(".idea", "JetBrains IDEs run configurations from it"),
+    RunsLater(".devcontainer", "dev containers run postCreateCommand and friends"),
+    # Coding CLIs and agents: hooks, commands, agents and MCP servers are programs.
+    RunsLater(".mcp.json", "MCP clients start the servers it names"),
+    RunsLater(".claude", "Claude Code runs its hooks, commands, agents and MCP servers"),
+    RunsLater(".gemini", "Gemini CLI runs its settings' MCP servers and tools"),
+    RunsLater(".codex", "Codex reads its config: MCP servers and the sandbox mode"),
+    RunsLater(".opencode", "OpenCode runs its plugins, commands and MCP servers"),
+    RunsLater("opencode.json", "OpenCode's project config: MCP servers and permissions"),
+    RunsLater("opencode.jsonc", "OpenCode's project config: MCP servers and permissions"),
+)
+
+
+def _glob(pattern: str, parts: tuple[str, ...]) -> bool:
+    """Does ``parts`` (path components) end with a match of ``pattern``'s components?"""
+    pat = tuple(pattern.split("/"))
+
+    def match(p: int, i: int) -> bool:
+        if p == len(pat):
+            return i == len(parts)
+        if pat[p] == "**":
+            return any(match(p + 1, j) for j in range(i, len(parts) + 1))
+        return i < len(parts) and (pat[p] == "*" or pat[p] == parts[i]) and match(p + 1, i + 1)
+
+    return any(match(0, start) for start in range(len(parts)))
+
+
+@lru_cache(maxsize=4096)
+def runs_later(path: str) -> RunsLater | None:
+    """The entry ``path`` falls under (the path itself or one of its ancestors), or None.
+
+    ``path`` is POSIX, absolute or relative; it is normalised lexically (``a/../.git``
+    is ``.git``), never resolved on disk: callers pass what they resolved."""
+    norm = posixpath.normpath(path)
+    parts = tuple(p for p in norm.split("/") if p not in ("", "."))
+    for end in range(len(parts), 0, -1):
+        prefix = parts[:end]
+        for entry in RUNS_LATER:
+            if _glob(entry.pattern, prefix):
+                return entry
+    return None
+
+
+def entry_names() -> frozenset[str]:
+    """The single-component names on the list (``.bashrc``, ``.vscode``...): what a
+    directory scan compares each entry's name with."""
+    return frozenset(e.pattern for e in RUNS_LATER if "/" not in e.pattern)
