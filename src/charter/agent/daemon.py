@@ -31,6 +31,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from charter.errors import CharterError
+
 from .hooks import LoopHook
 from .options import AgentOptionError
 
@@ -50,7 +52,7 @@ DAEMON_OPTIONS = (
 )
 
 
-class DaemonQueueFull(RuntimeError):
+class DaemonQueueFull(CharterError, RuntimeError):
     """``daemon_trigger`` on a queue already holding ``event_queue_capacity`` events."""
 
 

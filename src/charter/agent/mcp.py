@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from charter.errors import CharterError
 from charter.policy import SideEffectLevel, ToolAnnotations, decide_current_resource
 from charter.policy.names import canonical_name
 
@@ -73,7 +74,7 @@ def _render_result(result: Any) -> Any:
     return {"status": "ok", "result": structured}
 
 
-class McpServerError(RuntimeError):
+class McpServerError(CharterError, RuntimeError):
     """An allowed MCP server could not be started, reached, initialised or listed."""
 
 

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from charter.errors import CharterError
+
 #: Profile defaults (seed 001). Explicit option keys override these.
 PROFILES: dict[str, dict[str, int]] = {
     "tool_using": {
@@ -139,7 +141,7 @@ TOOL_FORMATS = ("native", "text", "none")
 FALLBACK_MODES = ("allow", "allow_once", "reject")
 
 
-class AgentOptionError(ValueError):
+class AgentOptionError(CharterError, ValueError):
     """An invalid ``agent_loop`` option, raised before the first provider call."""
 
     def __init__(self, option: str, message: str) -> None:

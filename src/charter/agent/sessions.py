@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from charter.errors import CharterError
+
 from .hooks import LoopHook
 from .options import AgentOptionError
 
@@ -37,7 +39,7 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 SCRATCHPAD_MAX_BYTES = 16 * 1024
 
 
-class SessionError(ValueError):
+class SessionError(CharterError, ValueError):
     """A session id, file or record that cannot be used (names the file and line)."""
 
 

@@ -22,11 +22,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from charter.errors import CharterError
+
 T0 = datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
 APPROVAL_WAIT_SECONDS = 60.0
 
 
-class DemoError(RuntimeError):
+class DemoError(CharterError, RuntimeError):
     pass
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from charter.errors import CharterError
 from charter.runtime import (
     DEFAULT_STATE_DIR,
     STATE_URL_ENV,
@@ -100,7 +101,7 @@ def load_runtime_catalog(manifest: Path | None) -> RuntimeCatalog:
     return catalog_from_manifest(loaded)
 
 
-class ManifestRefused(Exception):
+class ManifestRefused(CharterError):
     """The selected manifest has validation errors."""
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from charter.errors import CharterError
 
-class LaunchError(Exception):
+
+class LaunchError(CharterError):
     """The launch cannot go ahead (message is for people); ``code`` is the exit status."""
 
     def __init__(self, message: str, code: int = 2) -> None:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from charter.errors import CharterError
 from charter.manifest import Manifest, Persona
 
 _INCLUDE = re.compile(r"<!--\s*include\s+(\{.*?\})\s*-->")
@@ -27,7 +28,7 @@ META_DIRS = (".shared", "_shared")
 META_POSITIONS = ("top", "bottom", "none")
 
 
-class OverlayError(Exception):
+class OverlayError(CharterError):
     """The overlay could not be composed (missing file, bad directive, include cycle)."""
 
 

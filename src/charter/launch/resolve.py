@@ -14,12 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from charter.errors import CharterError
 from charter.manifest import Manifest, Persona, PersonaSource, load_manifest
 
 PREFER_ENV = "CHARTER_PERSONA_PREFER"
 
 
-class ResolveError(Exception):
+class ResolveError(CharterError):
     """A persona could not be resolved (message is for people)."""
 
 

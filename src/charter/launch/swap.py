@@ -27,8 +27,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
 
+from charter.errors import CharterError
 
-class SwapBusy(Exception):
+
+class SwapBusy(CharterError):
     """Another launch holds the lock for this target."""
 
 

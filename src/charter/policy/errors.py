@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from charter.errors import CharterError
+
 
 @dataclass(frozen=True, slots=True)
 class PolicyIssue:
@@ -16,7 +18,7 @@ class PolicyIssue:
         return f"{self.field_path}: {self.message}" if self.field_path else self.message
 
 
-class PolicyError(ValueError):
+class PolicyError(CharterError, ValueError):
     """A policy document is malformed; ``issues`` lists every problem found."""
 
     def __init__(self, issues: list[PolicyIssue], source: str | None = None) -> None:

@@ -18,13 +18,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from charter.errors import CharterError
+
 #: Schemes a rule that names none covers.
 DEFAULT_SCHEMES: frozenset[str] = frozenset({"http", "https"})
 
 _ada: Any = None
 
 
-class HostError(ValueError):
+class HostError(CharterError, ValueError):
     """A network target whose host cannot be determined."""
 
 

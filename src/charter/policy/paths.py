@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from charter.errors import CharterError
+
 from .realpath import realpath
 
 _GLOB_CHARS = frozenset("*?[")
@@ -76,7 +78,7 @@ def make_context(workspace: str | None = None, home: str | None = None) -> PathC
     )
 
 
-class BadPathError(ValueError):
+class BadPathError(CharterError, ValueError):
     """A path argument that names no file (a NUL byte, for instance)."""
 
 

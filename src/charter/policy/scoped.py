@@ -6,6 +6,8 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from charter.errors import CharterError
+
 from .call import ToolCall
 from .decision import Decision
 from .effective import effective
@@ -56,7 +58,7 @@ def _decorate(result: Any, stage: str | None) -> Any:
     return {"status": "ok", "result": result, "audit": {"scope": scope}}
 
 
-class ScopeViolation(Exception):
+class ScopeViolation(CharterError):
     """Raised by a scoped executor built with ``on_violation="raise"``."""
 
     def __init__(self, receipt: dict[str, Any]) -> None:

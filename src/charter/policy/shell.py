@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from charter.errors import CharterError
+
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
@@ -27,7 +29,7 @@ Token = str | None
 _MAX_DEPTH = 8
 
 
-class CommandParseError(ValueError):
+class CommandParseError(CharterError, ValueError):
     """The command line cannot be analysed with certainty."""
 
 

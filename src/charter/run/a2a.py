@@ -22,13 +22,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from charter.errors import CharterError
 from charter.runtime import Batch, HandoffRecord, Kind, PersonaRuntime
 
 A2A_AGENTS_ENV = "CHARTER_A2A_AGENTS"
 TIMEOUT = 30.0
 
 
-class A2AConfigError(ValueError):
+class A2AConfigError(CharterError, ValueError):
     """``$CHARTER_A2A_AGENTS`` that is not a JSON object of strings."""
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from charter.agent import LlmRequest, LlmResponse
+from charter.errors import CharterError
 from charter.manifest import Budget
 
 from .errors import PricingError
@@ -50,7 +51,7 @@ class BudgetStop:
         }
 
 
-class BudgetExceeded(Exception):
+class BudgetExceeded(CharterError):
     def __init__(self, stop: BudgetStop) -> None:
         super().__init__(stop.message)
         self.stop = stop

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from charter.errors import CharterError
 
-class RunError(Exception):
+
+class RunError(CharterError):
     """A run cannot start: unknown persona, invalid manifest, bad input (the caller's fault)."""
 
 
@@ -21,7 +23,7 @@ class WorkflowLoadError(RunError):
     """The entry workflow or a context pack cannot be loaded."""
 
 
-class ReceiptError(RuntimeError):
+class ReceiptError(CharterError, RuntimeError):
     """A receipt the persona's ``receipt_policy = "required"`` demands could not be written."""
 
 
@@ -30,7 +32,7 @@ class LeaseLost(ReceiptError):
     it): what it was about to do does not happen, whatever the receipt policy."""
 
 
-class PricingError(RuntimeError):
+class PricingError(CharterError, RuntimeError):
     """The price table is malformed, or (strict mode) a model has no price."""
 
 
@@ -38,7 +40,7 @@ class ApprovalError(RunError):
     """An approval cannot be resolved: unknown, already resolved, or its run is not live."""
 
 
-class ModelProviderFailed(RuntimeError):
+class ModelProviderFailed(CharterError, RuntimeError):
     """The model provider failed after retries and fallbacks (no key, unreachable, 401/429/5xx,
     malformed reply): the agent call did not happen, so the run is failed, not completed.
 

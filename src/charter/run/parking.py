@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from charter.errors import CharterError
+
 
 class RunParked(BaseException):
     """Raised through the workflow when a call waits for an approval (not an Exception:
@@ -32,7 +34,7 @@ class RunParked(BaseException):
         self.tool = tool
 
 
-class ReplayDiverged(RuntimeError):
+class ReplayDiverged(CharterError, RuntimeError):
     """The workflow did something else on replay than the journal recorded."""
 
 

@@ -19,12 +19,12 @@ from .clock import format_time, parse_time
 from .engine import (
     Batch,
     PersonaRuntime,
+    PersonaRuntimeError,
     UndeclaredTriggerError,
     UnknownPersonaError,
     UnknownRunError,
     WorkItem,
 )
-from .engine import RuntimeError_ as PersonaRuntimeError
 from .events import TOPIC, Event, Kind, NewEvent
 from .handoffs import (
     Dispatcher,

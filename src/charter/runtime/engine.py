@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
+from charter.errors import CharterError
+
 from .budget import check_budget
 from .clock import add_seconds, ensure_utc, format_time, parse_time
 from .events import Event, Kind, NewEvent
@@ -45,21 +47,21 @@ _DRAIN_AHEAD = 4
 FOLLOW_BACKLOG = 2
 
 
-class RuntimeError_(Exception):
+class PersonaRuntimeError(CharterError):
     """Base class for refusals that are the caller's fault (bad input, unknown names)."""
 
 
-class UnknownPersonaError(RuntimeError_):
+class UnknownPersonaError(PersonaRuntimeError):
     def __init__(self, message: str, name: str | None = None) -> None:
         super().__init__(message)
         self.name = name
 
 
-class UndeclaredTriggerError(RuntimeError_):
+class UndeclaredTriggerError(PersonaRuntimeError):
     pass
 
 
-class UnknownRunError(RuntimeError_):
+class UnknownRunError(PersonaRuntimeError):
     pass
 
 
@@ -80,9 +82,9 @@ class WorkItem:
 
     def __post_init__(self) -> None:
         if not self.work_key:
-            raise RuntimeError_("work needs a work key")
+            raise PersonaRuntimeError("work needs a work key")
         if self.cost_usd < 0 or self.tokens < 0:
-            raise RuntimeError_("cost and tokens must be >= 0")
+            raise PersonaRuntimeError("cost and tokens must be >= 0")
 
     def payload(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -793,7 +795,7 @@ class PersonaRuntime:
         def guarded(batch: Batch) -> T | None:
             try:
                 return body(batch)
-            except RuntimeError_ as exc:
+            except PersonaRuntimeError as exc:
                 captured.append(exc)
                 return None
 
@@ -1277,3 +1279,17 @@ def _queued_payload(queued: dict[str, Any]) -> dict[str, Any]:
         k: queued.get(k)
         for k in ("work_key", "source", "provider", "kind", "metadata", "cost_usd", "tokens")
     }
+
+
+def __getattr__(name: str) -> Any:
+    # The old name of PersonaRuntimeError, kept for one release.
+    if name == "RuntimeError_":
+        import warnings
+
+        warnings.warn(
+            "charter.runtime.engine.RuntimeError_ is deprecated; use PersonaRuntimeError",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return PersonaRuntimeError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -31,6 +31,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from charter.errors import CharterError
+
 if TYPE_CHECKING:
     from .engine import Batch
     from .receipts import RunReceipt
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
 Admitted = tuple["RunReceipt", dict[str, Any], bool]
 
 
-class FollowFailed(Exception):
+class FollowFailed(CharterError):
     """Admitting the next item raised inside a finish transaction (rolled back)."""
 
 

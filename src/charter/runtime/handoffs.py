@@ -12,12 +12,12 @@ from charter.policy import Frame, Policy, PolicyError, with_handoff_policy
 
 from .budget import exhaustion_active
 from .clock import format_time
-from .engine import Batch, PersonaRuntime, RuntimeError_
+from .engine import Batch, PersonaRuntime, PersonaRuntimeError
 from .events import Kind
 from .spec import BUILTIN_PREDICATES, HandoffRoute
 
 
-class HandoffError(RuntimeError_):
+class HandoffError(PersonaRuntimeError):
     """No route matched, an unknown predicate or target, or an invalid policy_override."""
 
 

@@ -13,8 +13,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from .engine import Batch, PersonaRuntime
-from .engine import RuntimeError_ as PersonaRuntimeError
+from .engine import Batch, PersonaRuntime, PersonaRuntimeError
 from .events import Event, Kind
 from .log import EventLog
 

@@ -14,10 +14,12 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
+from charter.errors import CharterError
+
 from .events import TOPIC, Event, NewEvent
 
 
-class EventLogError(RuntimeError):
+class EventLogError(CharterError, RuntimeError):
     """The state store cannot be opened or used (bad URL, unreachable server, bad file)."""
 
 

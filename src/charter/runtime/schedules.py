@@ -7,10 +7,12 @@ from datetime import datetime
 
 from cronsim import CronSim, CronSimError
 
+from charter.errors import CharterError
+
 from .clock import ensure_utc
 
 
-class ScheduleError(ValueError):
+class ScheduleError(CharterError, ValueError):
     """A cron expression is invalid."""
 
 

@@ -19,6 +19,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from charter.errors import CharterError
+
 from .events import NewEvent
 from .log import EventLog
 
@@ -33,7 +35,7 @@ CHECKPOINT_KIND = "charter.audit.checkpoint"
 AUDIT_PERSONA = "charter.audit"  # not a valid persona name: never collides with one
 
 
-class SigningError(Exception):
+class SigningError(CharterError):
     """A key that cannot be read, or a checkpoint that cannot be written."""
 
 

@@ -7,11 +7,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from charter.errors import CharterError
+
 DEFAULT_LEASE_TTL_SECONDS = 300.0
 DEFAULT_DUPLICATE_WINDOW_SECONDS = 24 * 3600.0
 
 
-class SpecError(ValueError):
+class SpecError(CharterError, ValueError):
     """Persona runtime data is invalid."""
 
 

@@ -8,8 +8,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from charter.errors import CharterError
 
-class TriggerError(ValueError):
+
+class TriggerError(CharterError, ValueError):
     """Trigger input cannot be normalised."""
 
 

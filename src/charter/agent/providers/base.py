@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from charter.errors import CharterError
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCallRequest:
@@ -106,7 +108,7 @@ class LlmResponse:
         }
 
 
-class ProviderError(Exception):
+class ProviderError(CharterError):
     """A failed provider request, classified so the loop can report it as a dict.
 
     ``category``: ``rate_limit`` | ``server`` | ``client`` | ``auth`` | ``protocol`` |

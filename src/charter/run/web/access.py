@@ -17,11 +17,13 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from charter.errors import CharterError
+
 TOKENS_ENV = "CHARTER_CONSOLE_TOKENS"
 COOKIE = "charter_console"
 
 
-class AccessError(ValueError):
+class AccessError(CharterError, ValueError):
     """The access configuration is unusable (e.g. a public bind without a token)."""
 
 
