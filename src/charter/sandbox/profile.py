@@ -29,31 +29,6 @@ if TYPE_CHECKING:  # imported by build_profile: a cached profile needs no policy
 SCAN_LIMIT = 20_000
 
 
-#: Files and directories that programs run later, outside any sandbox (shell start-up
-#: files, git hooks and config, editor and agent settings): read-only to a sandboxed
-#: shell even inside writable roots, so it cannot plant what runs unsandboxed next time.
-#: The names follow @anthropic-ai/sandbox-runtime's mandatory deny list.
-PROTECTED_FILES = frozenset(
-    {
-        ".bashrc",
-        ".bash_profile",
-        ".bash_login",
-        ".zshrc",
-        ".zprofile",
-        ".profile",
-        ".gitconfig",
-        ".gitmodules",
-        ".ripgreprc",
-        ".mcp.json",
-    }
-)
-PROTECTED_DIRS = frozenset({".vscode", ".idea"})
-#: ``(parent, name)`` pairs: ``.git/hooks``, ``.git/config``, ``.claude/commands`` ...
-PROTECTED_NESTED = frozenset(
-    {(".git", "hooks"), (".git", "config"), (".claude", "commands"), (".claude", "agents")}
-)
-
-
 def charter_dirs(home: str, *, create: bool = True) -> list[str]:
     """charter's own cache and state directories (launch plans, compiled sandboxes, the
     Landlock helper, swap backups and journals, sessions): read-only to a sandboxed
@@ -110,6 +85,7 @@ class SandboxProfile:
     masked_dirs: tuple[str, ...] = ()
     masked_files: tuple[str, ...] = ()
     readonly: tuple[str, ...] = ()
+    pinned: tuple[str, ...] = ()
     network: NetworkMode = NetworkMode.HOST
     scan_complete: bool = True
     reasons: tuple[str, ...] = field(default=(), compare=False)
@@ -129,6 +105,7 @@ class SandboxProfile:
             "masked_dirs": list(self.masked_dirs),
             "masked_files": list(self.masked_files),
             "readonly": list(self.readonly),
+            "pinned": list(self.pinned),
             "network": self.network.value,
             "scan_complete": self.scan_complete,
             "reasons": list(self.reasons),
@@ -145,6 +122,7 @@ class SandboxProfile:
             masked_dirs=tuple(data["masked_dirs"]),
             masked_files=tuple(data["masked_files"]),
             readonly=tuple(data["readonly"]),
+            pinned=tuple(data["pinned"]),
             network=NetworkMode(data["network"]),
             scan_complete=bool(data["scan_complete"]),
             reasons=tuple(data["reasons"]),
@@ -363,6 +341,7 @@ def build_profile(
     scan_roots: Sequence[str] = (),
     extra_writable: Sequence[str] = (),
     facts: Facts | None = None,
+    later_allow: tuple[tuple[str, ...], ...] | None = None,
 ) -> SandboxProfile:
     """The :class:`SandboxProfile` enforcing ``policy``'s path and network rules.
 
@@ -374,6 +353,10 @@ def build_profile(
     names (``*.pem``, ``.env*``) are found by walking the workspace, the writable roots
     under it and ``scan_roots`` (bounded by :data:`SCAN_LIMIT`), with the policy's own
     path matcher, case-insensitively as the policy matches denies.
+
+    Files that run later (:mod:`charter.policy.runs_later`) are read-only unless each of
+    ``later_allow`` (the write allow groups of the frames that judge them,
+    :func:`charter.policy.runs_later.judging_allow`; default: ``policy``'s) names them.
 
     ``facts`` records everything the build looked at in the filesystem (to keep the
     profile on disk while those facts hold: :mod:`charter.sandbox.compiled`).
@@ -422,18 +405,37 @@ def build_profile(
     read_matcher = compile_paths(read_deny, ctx, True) if read_deny else None
     write_matcher = compile_paths(write_deny, ctx, True) if write_deny else None
     roots = [ctx.workspace, *scan_roots, *(w for w in writable if w != "/")]
-    complete = _scan(_minimal(roots), read_matcher, write_matcher, masked, readonly, look)
+    later: set[str] = set()
+    complete = _scan(_minimal(roots), read_matcher, write_matcher, masked, readonly, later, look)
     if not complete:
         reasons.append(
             f"more than {SCAN_LIMIT} entries under the workspace: denied file names beyond "
             "that were not masked"
         )
 
+    from charter.policy.runs_later import entry_names, named_by, runs_later_root
+
     if any(_under(ctx.home, w) for w in writable):  # elsewhere the mounts are read-only
-        for name in sorted(PROTECTED_FILES | PROTECTED_DIRS):
+        for name in sorted(entry_names()):
             in_home = os.path.join(ctx.home, name)
             if look.lexists(in_home):
-                readonly.add(in_home)
+                later.add(in_home)
+    # Files that run later stay read-only unless the policy names them in its write
+    # allow list (as charter.policy decides a write tool's call), or the caller made
+    # their tree writable on purpose (a launched CLI's own state, ~/.claude).
+    write_allow = policy.paths.for_access("write").allow if later_allow is None else later_allow
+    own_trees = [e for e in extra if runs_later_root(e) is not None]
+
+    def literal(pattern: str) -> str:
+        return expand(pattern, ctx)[0]
+
+    for path in later:
+        hit = runs_later_root(path)
+        if hit is None or any(_under(path, own) for own in own_trees):
+            continue
+        if write_allow and all(named_by(hit[0], group, literal) for group in write_allow):
+            continue
+        readonly.add(path)
 
     for own in map(look.real, charter_dirs(ctx.home)):
         if any(_under(own, w) for w in writable) and look.lexists(own):
@@ -443,6 +445,13 @@ def build_profile(
     dirs = tuple(p for p in masked_paths if look.plain_dir(p))
     files = tuple(p for p in masked_paths if p not in dirs)
     ro = tuple(p for p in _minimal(readonly) if not any(_under(p, m) for m in masked_paths))
+    # Literal prefixes of glob denies (``./config/*/key.txt``: ``config``) are pinned
+    # with the paths themselves: renaming one would move its matches out of the rule.
+    anchors = [*masked_paths, *ro]
+    for pattern in (*read_deny, *write_deny):
+        prefix, rest = expand(pattern, ctx)
+        if rest and prefix != "/" and look.plain_dir(prefix):
+            anchors.append(os.path.join(prefix, "-"))
     return SandboxProfile(
         workspace=ctx.workspace,
         home=ctx.home,
@@ -451,10 +460,28 @@ def build_profile(
         masked_dirs=dirs,
         masked_files=files,
         readonly=ro,
+        pinned=_pins(anchors, writable),
         network=network_mode(policy.network),
         scan_complete=complete,
         reasons=tuple(reasons),
     )
+
+
+def _pins(paths: Iterable[str], writable: Sequence[str]) -> tuple[str, ...]:
+    """The directories between each of ``paths`` and the writable root holding it
+    (exclusive both ends), shallowest first: what :attr:`SandboxProfile.pinned` mounts
+    onto itself. A writable root is a mount already; outside one nothing can be renamed."""
+    pins: set[str] = set()
+    for path in paths:
+        bases = [w for w in writable if _under(path, w)]
+        if not bases:
+            continue
+        base = max(bases, key=len)
+        parent = os.path.dirname(path)
+        while parent not in pins and parent != base and parent != "/" and _under(parent, base):
+            pins.add(parent)
+            parent = os.path.dirname(parent)
+    return tuple(sorted(pins, key=lambda p: (p.count("/"), p)))
 
 
 def network_mode(rules: Rules) -> NetworkMode:
@@ -474,6 +501,7 @@ class _Listing:
     entries: int
     masked: tuple[str, ...]
     readonly: tuple[str, ...]
+    later: tuple[str, ...]  # files that run later (charter.policy.runs_later)
     subdirs: tuple[str, ...]
     links: tuple[tuple[str, str], ...]  # (symlink, its resolved target), to record as facts
     digest: str  # entries_digest, when the listing was made for a build keeping facts
@@ -514,19 +542,19 @@ def _list_directory(
             entries = list(it)
     except OSError:
         return None
+    from charter.policy.runs_later import runs_later, tail_names
+
+    tails = tail_names()
     masked: list[str] = []
     readonly: list[str] = []
+    later: list[str] = []
     subdirs: list[str] = []
     links: list[tuple[str, str]] = []
     for entry in entries:
         path = entry.path
         name = entry.name
-        if (
-            name in PROTECTED_FILES
-            or name in PROTECTED_DIRS
-            or ((os.path.basename(directory), name) in PROTECTED_NESTED)
-        ):
-            readonly.append(path)
+        if name in tails and runs_later(path) is not None:
+            later.append(path)
         if read_matcher is not None and read_matcher.first_match(path) is not None:
             masked.append(path)
             continue
@@ -548,6 +576,7 @@ def _list_directory(
         len(entries),
         tuple(masked),
         tuple(readonly),
+        tuple(later),
         tuple(subdirs),
         tuple(links),
         entries_digest(entries) if look.facts is not None else "",
@@ -581,6 +610,7 @@ def _scan(
     write_matcher: PathMatcher | None,
     masked: set[str],
     readonly: set[str],
+    later: set[str],
     look: _Looks,
 ) -> bool:
     seen = 0
@@ -594,5 +624,6 @@ def _scan(
             return False
         masked.update(listing.masked)
         readonly.update(listing.readonly)
+        later.update(listing.later)
         stack.extend(listing.subdirs)
     return True

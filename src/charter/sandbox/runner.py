@@ -93,6 +93,7 @@ class Sandbox:
 
     def _build(self) -> SandboxProfile:
         from charter.policy import combined_policy
+        from charter.policy.runs_later import judging_allow
 
         return build_profile(
             combined_policy(self.frames),
@@ -100,6 +101,7 @@ class Sandbox:
             home=self._home,
             scan_roots=self._scan_roots,
             extra_writable=self._extra_writable,
+            later_allow=judging_allow(self.frames) or (),
         )
 
     def refresh(self) -> SandboxProfile:
