@@ -114,3 +114,39 @@ def test_every_entry_is_explained() -> None:
     names = {entry.pattern for entry in RUNS_LATER}
     for required in (".git/config", ".git/hooks", ".git/commondir", ".gitmodules", ".envrc"):
         assert required in names
+
+
+def test_a_new_file_that_runs_later_is_moved_aside(repo: Path, tmp_path: Path) -> None:
+    # Nothing existed to mount read-only: .git/commondir pointing at a crafted repository
+    # whose config has core.fsmonitor, a new .envrc, a new .gitmodules.
+    marker = tmp_path / "PWNED"
+    fsmonitor = f"[core]\\n\\tfsmonitor = touch {marker} #\\n"
+    obs = run(
+        repo,
+        sh(
+            "python3 -c \"import shutil; shutil.copytree('.git', 'evil', "
+            "ignore=shutil.ignore_patterns('config', 'hooks')); "
+            f"open('evil/config', 'w').write('{fsmonitor}'); "
+            "open('.git/commondir', 'w').write('../evil')\"; echo rc=$?"
+        ),
+        sh(f"echo 'touch {marker}' > .envrc; echo '[submodule]' > .gitmodules; echo rc=$?"),
+    )
+    assert "rc=0" in obs[0]["stdout"], obs[0]
+    notes = " ".join(obs[0]["sandbox"]["notes"])
+    assert "commondir" in notes and "runs later" in notes
+    assert str(repo / ".git" / "commondir") in obs[0]["sandbox"]["refused_paths"]
+    assert not (repo / ".git" / "commondir").exists()
+    assert (repo / ".git" / "commondir.charter-refused").read_text() == "../evil"
+    assert not (repo / ".envrc").exists() and not (repo / ".gitmodules").exists()
+    assert (repo / ".envrc.charter-refused").exists()
+    status = _user_runs_git_status(repo)
+    assert status.returncode == 0, status.stderr
+    assert not marker.exists()
+
+
+def test_allowed_twin_a_named_new_file_stays(repo: Path) -> None:
+    policy: dict[str, Any] = {**POLICY, "paths": {**POLICY["paths"], "allow": ["./", "./.envrc"]}}
+    obs = run(repo, sh("echo 'export A=1' > .envrc && echo notes > notes.md"), policy=policy)
+    assert obs[0]["exit_code"] == 0 and obs[0]["sandbox"]["notes"] == [], obs[0]
+    assert (repo / ".envrc").read_text() == "export A=1\n"
+    assert (repo / "notes.md").read_text() == "notes\n"

@@ -74,7 +74,14 @@ class SandboxProfile:
     of the system directories programs need. ``masked_dirs`` and
     ``masked_files`` exist on the host and are replaced by an empty read-only directory
     or an empty file. ``readonly`` are paths under a writable root that stay read-only
-    (write-only denies). ``scan_complete`` is False when the tree holding the workspace
+    (write-only denies, files that run later: :mod:`charter.policy.runs_later`).
+    ``pinned`` are directories under a writable root that hold a masked or read-only
+    path: each is mounted onto itself, so it cannot be renamed or removed (a mount point
+    cannot), and renaming an ancestor never moves a denied path out of its rule's reach
+    nor lets a fresh directory take a protected one's name. ``absent_later`` are files
+    that run later which did not exist (so could not be mounted read-only), where a new
+    one would run: one a call creates is moved aside after it
+    (:mod:`charter.sandbox.planted`). ``scan_complete`` is False when the tree holding the workspace
     was too large to inspect for denied file names within :data:`SCAN_LIMIT` entries.
     """
 
@@ -86,6 +93,7 @@ class SandboxProfile:
     masked_files: tuple[str, ...] = ()
     readonly: tuple[str, ...] = ()
     pinned: tuple[str, ...] = ()
+    absent_later: tuple[str, ...] = ()
     network: NetworkMode = NetworkMode.HOST
     scan_complete: bool = True
     reasons: tuple[str, ...] = field(default=(), compare=False)
@@ -106,6 +114,7 @@ class SandboxProfile:
             "masked_files": list(self.masked_files),
             "readonly": list(self.readonly),
             "pinned": list(self.pinned),
+            "absent_later": list(self.absent_later),
             "network": self.network.value,
             "scan_complete": self.scan_complete,
             "reasons": list(self.reasons),
@@ -123,6 +132,7 @@ class SandboxProfile:
             masked_files=tuple(data["masked_files"]),
             readonly=tuple(data["readonly"]),
             pinned=tuple(data["pinned"]),
+            absent_later=tuple(data["absent_later"]),
             network=NetworkMode(data["network"]),
             scan_complete=bool(data["scan_complete"]),
             reasons=tuple(data["reasons"]),
@@ -429,13 +439,26 @@ def build_profile(
     def literal(pattern: str) -> str:
         return expand(pattern, ctx)[0]
 
-    for path in later:
+    def exempt(path: str) -> bool:
         hit = runs_later_root(path)
         if hit is None or any(_under(path, own) for own in own_trees):
-            continue
-        if write_allow and all(named_by(hit[0], group, literal) for group in write_allow):
-            continue
-        readonly.add(path)
+            return True
+        return bool(write_allow) and all(named_by(hit[0], g, literal) for g in write_allow)
+
+    readonly.update(path for path in later if not exempt(path))
+    # What is not there yet cannot be mounted read-only: the places where a new one
+    # would run (the roots' own dotfiles, a repository's config, hooks and commondir)
+    # are checked after each call (:func:`charter.sandbox.planted.take_planted`).
+    bases = [
+        b
+        for b in dict.fromkeys((ctx.workspace, *writable, ctx.home))
+        if b != "/" and any(_under(b, w) for w in writable) and look.plain_dir(b)
+    ]
+    gits = {os.path.join(b, ".git") for b in bases}
+    gits.update(p[: p.index("/.git/") + 5] for p in later if "/.git/" in p)
+    candidates = [os.path.join(b, n) for b in bases for n in sorted(entry_names())]
+    candidates += [os.path.join(g, n) for g in sorted(gits) for n in _GIT_LATER]
+    absent = tuple(c for c in dict.fromkeys(candidates) if not exempt(c) and not look.lexists(c))
 
     for own in map(look.real, charter_dirs(ctx.home)):
         if any(_under(own, w) for w in writable) and look.lexists(own):
@@ -461,10 +484,16 @@ def build_profile(
         masked_files=files,
         readonly=ro,
         pinned=_pins(anchors, writable),
+        absent_later=absent,
         network=network_mode(policy.network),
         scan_complete=complete,
         reasons=tuple(reasons),
     )
+
+
+#: What git reads in a repository directory that a call could create (the config and
+#: hooks exist in any repository; ``commondir`` points git at another one's).
+_GIT_LATER = ("config", "hooks", "commondir")
 
 
 def _pins(paths: Iterable[str], writable: Sequence[str]) -> tuple[str, ...]:
