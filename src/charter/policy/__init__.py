@@ -15,6 +15,9 @@ from charter._lazy import lazy_exports
 # would be shadowed by the submodule once anything imported charter.policy.effective.
 from .effective import combined_policy, effective, render_effective
 
+# Eager for the same reason: ``runs_later`` is also its module's name (and it is light).
+from .runs_later import RUNS_LATER, RunsLater, runs_later
+
 if TYPE_CHECKING:
     from .call import ToolAnnotations, ToolCall
     from .catalog import BUILTIN_TOOLS, builtin_annotations
@@ -29,7 +32,6 @@ if TYPE_CHECKING:
     from .names import canonical_name
     from .network import DEFAULT_SCHEMES, HostError, host_of, parse_target
     from .paths import SENSITIVE_PATHS, PathContext, expand_pattern, make_context, resolve_target
-    from .runs_later import RUNS_LATER, RunsLater, runs_later
     from .scope import BASE_TOOLS, MEMORY_TOOLS, AgentScope
     from .scoped import ScopeViolation, scope_violation, scoped_policy, with_scoped_executor
     from .shell import CommandParseError, SimpleCommand, parse_command_line
@@ -72,9 +74,6 @@ _LAZY = {
     "HostError": "network",
     "host_of": "network",
     "parse_target": "network",
-    "RUNS_LATER": "runs_later",
-    "RunsLater": "runs_later",
-    "runs_later": "runs_later",
     "SENSITIVE_PATHS": "paths",
     "PathContext": "paths",
     "expand_pattern": "paths",

@@ -12,7 +12,8 @@ from .frame import Frame
 from .levels import SideEffectLevel
 from .names import NameMatcher, canonical_name
 from .network import DEFAULT_SCHEMES, DomainRule, HostError, parse_target
-from .paths import PathContext, make_context, resolve_target, sensitive_names
+from .paths import PathContext, expand_pattern, make_context, resolve_target, sensitive_names
+from .runs_later import judges, named_by, runs_later_root
 from .shell import CommandParseError, SimpleCommand, expand_argv, parse_command_line
 
 _PATH_KINDS = READ_KINDS | WRITE_KINDS
@@ -50,6 +51,8 @@ def decide(
     if not frames:
         return Decision(Outcome.ALLOW, call.name, "no policy is active")
     subjects = _Subjects(call, context) if call.has_subjects else _NO_SUBJECTS
+    if call.has_subjects:
+        subjects.frames = frames
     key = _memo_key(call, frames, subjects)
     if key is not None:
         hit = _ALLOWED.get(key)
@@ -221,11 +224,12 @@ def _listing(items: Sequence[str], limit: int = 12) -> str:
 class _Subjects:
     """Per-call values shared by every frame: resolved paths, parsed commands, hosts."""
 
-    __slots__ = ("_commands", "_context", "_hosts", "_paths", "call")
+    __slots__ = ("_commands", "_context", "_hosts", "_paths", "call", "frames")
 
     def __init__(self, call: ToolCall, context: PathContext | None) -> None:
         self.call = call
         self._context = context
+        self.frames: Sequence[Frame] = ()
         self._paths: list[tuple[str, str, str, tuple[str, ...]]] | None = None
         self._commands: list[tuple[str, tuple[SimpleCommand, ...] | str]] | None = None
         self._hosts: list[tuple[str, str | None, str | None, str]] | None = None
@@ -503,12 +507,41 @@ def _check_paths(frame: Frame, subjects: _Subjects) -> None:
                     f"paths ({_listing(group)})",
                     resolved,
                 )
+        if access == "write" and judges(frame, subjects.frames or (frame,)):
+            _check_runs_later(raw, resolved, check.rules.allow, ctx)
         if len(compiled.paths_ok) >= _MEMO_SIZE:
             compiled.paths_ok.clear()  # bounded: recent targets stay fast
         compiled.paths_ok.add(key)
 
 
 _MEMO_SIZE = 4096
+
+
+def _check_runs_later(
+    raw: str, resolved: str, allow: tuple[tuple[str, ...], ...], ctx: PathContext
+) -> None:
+    """A frame that restricts paths lets a file that runs later (``.git/config``,
+    ``.envrc``, ``.vscode/``: :mod:`charter.policy.runs_later`) be written only when each
+    of its allow groups names it by exact name: otherwise a write tool, which runs on the
+    host, could plant what the user's next command runs outside any sandbox."""
+    hit = runs_later_root(resolved)
+    if hit is None:
+        return
+    root, entry = hit
+
+    def literal(pattern: str) -> str:
+        return expand_pattern(pattern, ctx)[0]
+
+    if allow and all(named_by(root, group, literal) for group in allow):
+        return
+    raise _Denied(
+        "paths.write",
+        f"runs later: {entry.pattern}",
+        f"write of path '{raw}' is refused: {root} runs later, outside any sandbox "
+        f"({entry.why}); a policy allows it only by naming it in paths.allow "
+        f'(e.g. "{root}")',
+        resolved,
+    )
 
 
 def _check_commands(

@@ -17,8 +17,13 @@ git, direnv, npm and the four coding CLIs read at start-up.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .frame import Frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +56,7 @@ RUNS_LATER: tuple[RunsLater, ...] = (
     RunsLater(".git/modules/**/config", "a submodule's git config"),
     RunsLater(".git/modules/**/hooks", "a submodule's hooks"),
     RunsLater(".gitmodules", "submodule URLs and update commands run on `git submodule update`"),
+    RunsLater(".hg/hgrc", "Mercurial reads it: hooks and extensions run programs"),
     RunsLater(".husky", "hooks run on commit when core.hooksPath names them (husky)"),
     # Package managers.
     RunsLater(".npmrc", "npm reads it: script-shell, node-options and registries"),
@@ -86,23 +92,84 @@ def _glob(pattern: str, parts: tuple[str, ...]) -> bool:
     return any(match(0, start) for start in range(len(parts)))
 
 
-@lru_cache(maxsize=4096)
 def runs_later(path: str) -> RunsLater | None:
     """The entry ``path`` falls under (the path itself or one of its ancestors), or None.
 
     ``path`` is POSIX, absolute or relative; it is normalised lexically (``a/../.git``
     is ``.git``), never resolved on disk: callers pass what they resolved."""
+    hit = runs_later_root(path)
+    return hit[1] if hit is not None else None
+
+
+@lru_cache(maxsize=4096)
+def runs_later_root(path: str) -> tuple[str, RunsLater] | None:
+    """The shallowest path on the list at or above ``path`` (``/ws/.git/hooks`` for
+    ``/ws/.git/hooks/pre-commit``) with its entry, or None. Normalised as
+    :func:`runs_later`."""
     norm = posixpath.normpath(path)
+    absolute = norm.startswith("/")
     parts = tuple(p for p in norm.split("/") if p not in ("", "."))
-    for end in range(len(parts), 0, -1):
+    for end in range(1, len(parts) + 1):
         prefix = parts[:end]
         for entry in RUNS_LATER:
             if _glob(entry.pattern, prefix):
-                return entry
+                root = "/".join(prefix)
+                return ("/" + root if absolute else root), entry
     return None
 
 
+def named_by(root: str, patterns: Iterable[str], expand: Callable[[str], str]) -> bool:
+    """Whether one of ``patterns`` names the listed path ``root`` by exact name: its
+    literal prefix (``expand`` gives it, resolved) is ``root`` or lies below it.
+    ``./.vscode/**`` or ``./.vscode/tasks.json`` name ``/ws/.vscode``; ``./**`` and
+    ``./.git/**`` (for ``/ws/.git/config``) do not: a file that runs later is written
+    only where a policy says so in as many words."""
+    prefix = root.rstrip("/") + "/"
+    for pattern in patterns:
+        literal = expand(pattern)
+        if literal == root or literal.startswith(prefix):
+            return True
+    return False
+
+
+@lru_cache(maxsize=1)
+def tail_names() -> frozenset[str]:
+    """The last component of every entry (``config``, ``hooks``, ``.bashrc``...): a
+    directory entry whose name is not here cannot itself be on the list."""
+    return frozenset(e.pattern.rsplit("/", 1)[-1] for e in RUNS_LATER)
+
+
+@lru_cache(maxsize=1)
 def entry_names() -> frozenset[str]:
     """The single-component names on the list (``.bashrc``, ``.vscode``...): what a
     directory scan compares each entry's name with."""
     return frozenset(e.pattern for e in RUNS_LATER if "/" not in e.pattern)
+
+
+def judges(frame: Frame, frames: Sequence[Frame]) -> bool:
+    """Whether ``frame`` of the stack ``frames`` judges writes to files that run later:
+    every frame that restricts writes, except the confinement frame ``agent_loop`` pushes
+    (kind ``workspace``), which leaves them to the others (a persona naming
+    ``./.vscode/**`` allows it) and judges them only when no other frame restricts
+    writes. The engine (the ``write``/``edit`` tools) and the sandbox profile (the shell)
+    apply the same rule."""
+    if not frame.policy.paths.for_access("write").restricted:
+        return False
+    if frame.kind != "workspace":
+        return True
+    return not any(
+        f is not frame and f.kind != "workspace" and f.policy.paths.for_access("write").restricted
+        for f in frames
+    )
+
+
+def judging_allow(frames: Sequence[Frame]) -> tuple[tuple[str, ...], ...] | None:
+    """The write allow groups of the frames that :func:`judges`, each of which must name
+    a listed path for it to be writable; None when no frame judges them."""
+    groups: list[tuple[str, ...]] = []
+    judged = False
+    for frame in frames:
+        if judges(frame, frames):
+            judged = True
+            groups.extend(frame.policy.paths.for_access("write").allow)
+    return tuple(groups) if judged else None

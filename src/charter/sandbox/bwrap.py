@@ -202,6 +202,10 @@ def bwrap_argv(
     for root in profile.writable:
         if root != "/":
             argv += ["--bind", root, root]
+    for path in profile.pinned:
+        # each a mount point, so it cannot be renamed or removed; before the masks and
+        # read-only paths beneath it (a later bind would cover them)
+        argv += ["--bind", path, path]
     for path in writable_binds:
         # the caller's own writable directories (a launch's temp dir), also when they
         # sit under a directory the sandbox makes private (/run as root): among the

@@ -33,7 +33,7 @@ from typing import Any
 
 from .profile import Facts, SandboxProfile, facts_hold
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 CACHE_ENV = "CHARTER_SANDBOX_CACHE"
 #: Stored sandboxes kept (the oldest are removed beyond this).
 KEEP = 256

@@ -67,6 +67,7 @@ async def run_command(
     finally:
         if box is not None:
             box.stop()
+            box.take_planted()
     stderr = err.decode("utf-8", "replace")
     result: dict[str, Any] = {
         "status": "ok" if proc.returncode == 0 else "error",

@@ -29,31 +29,6 @@ if TYPE_CHECKING:  # imported by build_profile: a cached profile needs no policy
 SCAN_LIMIT = 20_000
 
 
-#: Files and directories that programs run later, outside any sandbox (shell start-up
-#: files, git hooks and config, editor and agent settings): read-only to a sandboxed
-#: shell even inside writable roots, so it cannot plant what runs unsandboxed next time.
-#: The names follow @anthropic-ai/sandbox-runtime's mandatory deny list.
-PROTECTED_FILES = frozenset(
-    {
-        ".bashrc",
-        ".bash_profile",
-        ".bash_login",
-        ".zshrc",
-        ".zprofile",
-        ".profile",
-        ".gitconfig",
-        ".gitmodules",
-        ".ripgreprc",
-        ".mcp.json",
-    }
-)
-PROTECTED_DIRS = frozenset({".vscode", ".idea"})
-#: ``(parent, name)`` pairs: ``.git/hooks``, ``.git/config``, ``.claude/commands`` ...
-PROTECTED_NESTED = frozenset(
-    {(".git", "hooks"), (".git", "config"), (".claude", "commands"), (".claude", "agents")}
-)
-
-
 def charter_dirs(home: str, *, create: bool = True) -> list[str]:
     """charter's own cache and state directories (launch plans, compiled sandboxes, the
     Landlock helper, swap backups and journals, sessions): read-only to a sandboxed
@@ -99,7 +74,14 @@ class SandboxProfile:
     of the system directories programs need. ``masked_dirs`` and
     ``masked_files`` exist on the host and are replaced by an empty read-only directory
     or an empty file. ``readonly`` are paths under a writable root that stay read-only
-    (write-only denies). ``scan_complete`` is False when the tree holding the workspace
+    (write-only denies, files that run later: :mod:`charter.policy.runs_later`).
+    ``pinned`` are directories under a writable root that hold a masked or read-only
+    path: each is mounted onto itself, so it cannot be renamed or removed (a mount point
+    cannot), and renaming an ancestor never moves a denied path out of its rule's reach
+    nor lets a fresh directory take a protected one's name. ``absent_later`` are files
+    that run later which did not exist (so could not be mounted read-only), where a new
+    one would run: one a call creates is moved aside after it
+    (:mod:`charter.sandbox.planted`). ``scan_complete`` is False when the tree holding the workspace
     was too large to inspect for denied file names within :data:`SCAN_LIMIT` entries.
     """
 
@@ -110,6 +92,8 @@ class SandboxProfile:
     masked_dirs: tuple[str, ...] = ()
     masked_files: tuple[str, ...] = ()
     readonly: tuple[str, ...] = ()
+    pinned: tuple[str, ...] = ()
+    absent_later: tuple[str, ...] = ()
     network: NetworkMode = NetworkMode.HOST
     scan_complete: bool = True
     reasons: tuple[str, ...] = field(default=(), compare=False)
@@ -129,6 +113,8 @@ class SandboxProfile:
             "masked_dirs": list(self.masked_dirs),
             "masked_files": list(self.masked_files),
             "readonly": list(self.readonly),
+            "pinned": list(self.pinned),
+            "absent_later": list(self.absent_later),
             "network": self.network.value,
             "scan_complete": self.scan_complete,
             "reasons": list(self.reasons),
@@ -145,6 +131,8 @@ class SandboxProfile:
             masked_dirs=tuple(data["masked_dirs"]),
             masked_files=tuple(data["masked_files"]),
             readonly=tuple(data["readonly"]),
+            pinned=tuple(data["pinned"]),
+            absent_later=tuple(data["absent_later"]),
             network=NetworkMode(data["network"]),
             scan_complete=bool(data["scan_complete"]),
             reasons=tuple(data["reasons"]),
@@ -363,6 +351,7 @@ def build_profile(
     scan_roots: Sequence[str] = (),
     extra_writable: Sequence[str] = (),
     facts: Facts | None = None,
+    later_allow: tuple[tuple[str, ...], ...] | None = None,
 ) -> SandboxProfile:
     """The :class:`SandboxProfile` enforcing ``policy``'s path and network rules.
 
@@ -374,6 +363,10 @@ def build_profile(
     names (``*.pem``, ``.env*``) are found by walking the workspace, the writable roots
     under it and ``scan_roots`` (bounded by :data:`SCAN_LIMIT`), with the policy's own
     path matcher, case-insensitively as the policy matches denies.
+
+    Files that run later (:mod:`charter.policy.runs_later`) are read-only unless each of
+    ``later_allow`` (the write allow groups of the frames that judge them,
+    :func:`charter.policy.runs_later.judging_allow`; default: ``policy``'s) names them.
 
     ``facts`` records everything the build looked at in the filesystem (to keep the
     profile on disk while those facts hold: :mod:`charter.sandbox.compiled`).
@@ -422,18 +415,50 @@ def build_profile(
     read_matcher = compile_paths(read_deny, ctx, True) if read_deny else None
     write_matcher = compile_paths(write_deny, ctx, True) if write_deny else None
     roots = [ctx.workspace, *scan_roots, *(w for w in writable if w != "/")]
-    complete = _scan(_minimal(roots), read_matcher, write_matcher, masked, readonly, look)
+    later: set[str] = set()
+    complete = _scan(_minimal(roots), read_matcher, write_matcher, masked, readonly, later, look)
     if not complete:
         reasons.append(
             f"more than {SCAN_LIMIT} entries under the workspace: denied file names beyond "
             "that were not masked"
         )
 
+    from charter.policy.runs_later import entry_names, named_by, runs_later_root
+
     if any(_under(ctx.home, w) for w in writable):  # elsewhere the mounts are read-only
-        for name in sorted(PROTECTED_FILES | PROTECTED_DIRS):
+        for name in sorted(entry_names()):
             in_home = os.path.join(ctx.home, name)
             if look.lexists(in_home):
-                readonly.add(in_home)
+                later.add(in_home)
+    # Files that run later stay read-only unless the policy names them in its write
+    # allow list (as charter.policy decides a write tool's call), or the caller made
+    # their tree writable on purpose (a launched CLI's own state, ~/.claude).
+    write_allow = policy.paths.for_access("write").allow if later_allow is None else later_allow
+    own_trees = [e for e in extra if runs_later_root(e) is not None]
+
+    def literal(pattern: str) -> str:
+        return expand(pattern, ctx)[0]
+
+    def exempt(path: str) -> bool:
+        hit = runs_later_root(path)
+        if hit is None or any(_under(path, own) for own in own_trees):
+            return True
+        return bool(write_allow) and all(named_by(hit[0], g, literal) for g in write_allow)
+
+    readonly.update(path for path in later if not exempt(path))
+    # What is not there yet cannot be mounted read-only: the places where a new one
+    # would run (the roots' own dotfiles, a repository's config, hooks and commondir)
+    # are checked after each call (:func:`charter.sandbox.planted.take_planted`).
+    bases = [
+        b
+        for b in dict.fromkeys((ctx.workspace, *writable, ctx.home))
+        if b != "/" and any(_under(b, w) for w in writable) and look.plain_dir(b)
+    ]
+    gits = {os.path.join(b, ".git") for b in bases}
+    gits.update(p[: p.index("/.git/") + 5] for p in later if "/.git/" in p)
+    candidates = [os.path.join(b, n) for b in bases for n in sorted(entry_names())]
+    candidates += [os.path.join(g, n) for g in sorted(gits) for n in _GIT_LATER]
+    absent = tuple(c for c in dict.fromkeys(candidates) if not exempt(c) and not look.lexists(c))
 
     for own in map(look.real, charter_dirs(ctx.home)):
         if any(_under(own, w) for w in writable) and look.lexists(own):
@@ -443,6 +468,13 @@ def build_profile(
     dirs = tuple(p for p in masked_paths if look.plain_dir(p))
     files = tuple(p for p in masked_paths if p not in dirs)
     ro = tuple(p for p in _minimal(readonly) if not any(_under(p, m) for m in masked_paths))
+    # Literal prefixes of glob denies (``./config/*/key.txt``: ``config``) are pinned
+    # with the paths themselves: renaming one would move its matches out of the rule.
+    anchors = [*masked_paths, *ro]
+    for pattern in (*read_deny, *write_deny):
+        prefix, rest = expand(pattern, ctx)
+        if rest and prefix != "/" and look.plain_dir(prefix):
+            anchors.append(os.path.join(prefix, "-"))
     return SandboxProfile(
         workspace=ctx.workspace,
         home=ctx.home,
@@ -451,10 +483,34 @@ def build_profile(
         masked_dirs=dirs,
         masked_files=files,
         readonly=ro,
+        pinned=_pins(anchors, writable),
+        absent_later=absent,
         network=network_mode(policy.network),
         scan_complete=complete,
         reasons=tuple(reasons),
     )
+
+
+#: What git reads in a repository directory that a call could create (the config and
+#: hooks exist in any repository; ``commondir`` points git at another one's).
+_GIT_LATER = ("config", "hooks", "commondir")
+
+
+def _pins(paths: Iterable[str], writable: Sequence[str]) -> tuple[str, ...]:
+    """The directories between each of ``paths`` and the writable root holding it
+    (exclusive both ends), shallowest first: what :attr:`SandboxProfile.pinned` mounts
+    onto itself. A writable root is a mount already; outside one nothing can be renamed."""
+    pins: set[str] = set()
+    for path in paths:
+        bases = [w for w in writable if _under(path, w)]
+        if not bases:
+            continue
+        base = max(bases, key=len)
+        parent = os.path.dirname(path)
+        while parent not in pins and parent != base and parent != "/" and _under(parent, base):
+            pins.add(parent)
+            parent = os.path.dirname(parent)
+    return tuple(sorted(pins, key=lambda p: (p.count("/"), p)))
 
 
 def network_mode(rules: Rules) -> NetworkMode:
@@ -474,6 +530,7 @@ class _Listing:
     entries: int
     masked: tuple[str, ...]
     readonly: tuple[str, ...]
+    later: tuple[str, ...]  # files that run later (charter.policy.runs_later)
     subdirs: tuple[str, ...]
     links: tuple[tuple[str, str], ...]  # (symlink, its resolved target), to record as facts
     digest: str  # entries_digest, when the listing was made for a build keeping facts
@@ -514,19 +571,19 @@ def _list_directory(
             entries = list(it)
     except OSError:
         return None
+    from charter.policy.runs_later import runs_later, tail_names
+
+    tails = tail_names()
     masked: list[str] = []
     readonly: list[str] = []
+    later: list[str] = []
     subdirs: list[str] = []
     links: list[tuple[str, str]] = []
     for entry in entries:
         path = entry.path
         name = entry.name
-        if (
-            name in PROTECTED_FILES
-            or name in PROTECTED_DIRS
-            or ((os.path.basename(directory), name) in PROTECTED_NESTED)
-        ):
-            readonly.append(path)
+        if name in tails and runs_later(path) is not None:
+            later.append(path)
         if read_matcher is not None and read_matcher.first_match(path) is not None:
             masked.append(path)
             continue
@@ -548,6 +605,7 @@ def _list_directory(
         len(entries),
         tuple(masked),
         tuple(readonly),
+        tuple(later),
         tuple(subdirs),
         tuple(links),
         entries_digest(entries) if look.facts is not None else "",
@@ -581,6 +639,7 @@ def _scan(
     write_matcher: PathMatcher | None,
     masked: set[str],
     readonly: set[str],
+    later: set[str],
     look: _Looks,
 ) -> bool:
     seen = 0
@@ -594,5 +653,6 @@ def _scan(
             return False
         masked.update(listing.masked)
         readonly.update(listing.readonly)
+        later.update(listing.later)
         stack.extend(listing.subdirs)
     return True

@@ -82,6 +82,7 @@ class Sandbox:
         self.profile: SandboxProfile = compiled.profile if compiled else self._build()
         self.proxy: NetworkProxy | PendingProxy | None = None
         self._refused: list[HostRefusal] = []
+        self._planted: list[tuple[str, str]] = []
 
     @property
     def frames(self) -> tuple[Frame, ...]:
@@ -93,6 +94,7 @@ class Sandbox:
 
     def _build(self) -> SandboxProfile:
         from charter.policy import combined_policy
+        from charter.policy.runs_later import judging_allow
 
         return build_profile(
             combined_policy(self.frames),
@@ -100,6 +102,7 @@ class Sandbox:
             home=self._home,
             scan_roots=self._scan_roots,
             extra_writable=self._extra_writable,
+            later_allow=judging_allow(self.frames) or (),
         )
 
     def refresh(self) -> SandboxProfile:
@@ -200,17 +203,34 @@ class Sandbox:
             writable_binds=writable_binds,
         )
 
+    def take_planted(self) -> list[tuple[str, str]]:
+        """After a run: move aside the files that run later it created where none was
+        (:mod:`charter.sandbox.planted`); the next :meth:`receipt` reports them."""
+        from .planted import take_planted
+
+        moved = take_planted(self.profile.absent_later)
+        self._planted.extend(moved)
+        return moved
+
     def receipt(self, exit_code: int | None, stderr: str = "") -> SandboxReceipt:
-        """What the sandbox stopped during the run that just ended (consumes proxy refusals)."""
+        """What the sandbox stopped during the run that just ended (consumes proxy refusals
+        and what :meth:`take_planted` moved)."""
+        from .planted import planted_notes
+
         hosts = (*self._refused, *(self.proxy.take_refusals() if self.proxy else ()))
         self._refused = []
+        planted, self._planted = self._planted, []
         notes = self.profile.reasons + ((self._landlock_note,) if self._landlock_note else ())
+        notes += planted_notes(planted)
         return SandboxReceipt(
             mechanism="bubblewrap",
             exit_code=exit_code,
             network=self.profile.network.value,
             refused_hosts=hosts,
-            refused_paths=refused_paths_from(stderr, denied="reads" in self.landlock),
+            refused_paths=(
+                *(path for path, _ in planted),
+                *refused_paths_from(stderr, denied="reads" in self.landlock),
+            ),
             notes=notes,
             landlock=self.landlock,
         )

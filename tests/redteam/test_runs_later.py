@@ -1,0 +1,152 @@
+"""Class 3 of issue 29: files that run later, outside any sandbox.
+
+A call must not leave behind what the user's next plain command runs on the host: git's
+config and hooks (also after renaming ``.git`` and recreating it), editor tasks, MCP
+configs, shell start-up files. The shell is held by the kernel (read-only mounts; each
+directory above a protected path is a mount point, so it cannot be renamed), the
+``write``/``edit`` tools by the policy (a write to a listed path is refused unless the
+policy names it). Each hostile case checks the host; the allowed twins must still work.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from charter.policy import RUNS_LATER
+
+from .conftest import POLICY, run, sh, tc, text
+
+pytestmark = pytest.mark.needs_sandbox
+
+GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("print('hi')\n")
+    subprocess.run([*GIT, "init", "-q"], cwd=ws, check=True)
+    subprocess.run([*GIT, "add", "app.py"], cwd=ws, check=True)
+    subprocess.run([*GIT, "commit", "-q", "-m", "init"], cwd=ws, check=True)
+    for key, value in (("user.email", "t@example.com"), ("user.name", "t")):
+        subprocess.run(["git", "config", key, value], cwd=ws, check=True)
+    (ws / ".vscode").mkdir()
+    (ws / ".vscode" / "tasks.json").write_text("{}\n")
+    (ws / ".mcp.json").write_text("{}\n")
+    return ws
+
+
+def _user_runs_git_status(ws: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "status", "--short"], cwd=ws, capture_output=True, text=True)
+
+
+def test_rename_and_recreate_git_does_not_plant_fsmonitor(repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "PWNED"
+    config_before = (repo / ".git" / "config").read_text()
+    fsmonitor = f"[core]\\n\\tfsmonitor = touch {marker} #\\n"
+    obs = run(
+        repo,
+        # rename .git aside, recreate it, plant core.fsmonitor in the new one
+        sh(
+            "python3 -c \"import os, shutil; os.rename('.git', 'g2'); "
+            "shutil.copytree('g2', '.git'); "
+            f"open('.git/config', 'a').write('{fsmonitor}')\"; echo rc=$?"
+        ),
+        sh("mv .git g3; mkdir g4; mv .git/hooks g4/; echo rc=$?"),
+        sh(f"python3 -c \"open('.git/config', 'a').write('{fsmonitor}')\"; echo rc=$?"),
+        sh("echo 'touch " + str(marker) + "' > .git/hooks/post-checkout; echo rc=$?"),
+        # the write and edit tools run on the host: the policy refuses them
+        tc("write", path=".git/config", content=f"[core]\n\tfsmonitor = touch {marker} #\n"),
+        tc("edit", path=".git/config", old_string="[core]", new_string="[core]\n\tfsmonitor=x"),
+        tc("write", path=".git/hooks/pre-commit", content=f"#!/bin/sh\ntouch {marker}\n"),
+        tc("write", path=".vscode/tasks.json", content='{"tasks": []}'),
+        tc("write", path=".mcp.json", content='{"mcpServers": {"x": {"command": "sh"}}}'),
+        tc("write", path="sub/.git/config", content="[core]\n\tfsmonitor = x\n"),
+    )
+    for shell in obs[:4]:
+        assert "rc=0" not in text(shell), shell
+    for tool in obs[4:]:
+        assert "runs later" in text(tool), tool
+    assert not (repo / "g2").exists() and not (repo / "g3").exists()
+    assert (repo / ".git" / "config").read_text() == config_before
+    assert not (repo / ".git" / "hooks" / "post-checkout").exists()
+    assert (repo / ".vscode" / "tasks.json").read_text() == "{}\n"
+    assert (repo / ".mcp.json").read_text() == "{}\n"
+    assert not (repo / "sub").exists()
+    status = _user_runs_git_status(repo)
+    assert status.returncode == 0, status.stderr
+    assert not marker.exists()
+
+
+def test_allowed_twins_ordinary_work_and_named_paths(repo: Path) -> None:
+    policy: dict[str, Any] = {
+        **POLICY,
+        "paths": {**POLICY["paths"], "allow": ["./", "./.vscode/**"]},
+    }
+    obs = run(
+        repo,
+        # git's own writes inside .git still work: objects, index, refs
+        sh(
+            "echo more >> app.py && git add app.py && git commit -q -m more && "
+            "git rev-list --count HEAD"
+        ),
+        tc("write", path="Makefile", content="all:\n\techo ok\n"),
+        tc("write", path=".vscode/tasks.json", content='{"tasks": []}'),
+        tc("edit", path="app.py", old_string="hi", new_string="hello"),
+        sh("echo '{\"v\": 1}' > .vscode/settings.json; echo rc=$?"),
+        policy=policy,
+    )
+    assert "stdout" in obs[0] and obs[0]["stdout"].strip() == "2", obs[0]
+    assert (repo / "Makefile").read_text() == "all:\n\techo ok\n"
+    assert (repo / ".vscode" / "tasks.json").read_text() == '{"tasks": []}', obs[2]
+    assert "hello" in (repo / "app.py").read_text()
+    assert "rc=0" in obs[4]["stdout"], obs[4]
+    assert (repo / ".vscode" / "settings.json").read_text() == '{"v": 1}\n'
+
+
+def test_every_entry_is_explained() -> None:
+    assert all(entry.why and entry.pattern for entry in RUNS_LATER)
+    names = {entry.pattern for entry in RUNS_LATER}
+    for required in (".git/config", ".git/hooks", ".git/commondir", ".gitmodules", ".envrc"):
+        assert required in names
+
+
+def test_a_new_file_that_runs_later_is_moved_aside(repo: Path, tmp_path: Path) -> None:
+    # Nothing existed to mount read-only: .git/commondir pointing at a crafted repository
+    # whose config has core.fsmonitor, a new .envrc, a new .gitmodules.
+    marker = tmp_path / "PWNED"
+    fsmonitor = f"[core]\\n\\tfsmonitor = touch {marker} #\\n"
+    obs = run(
+        repo,
+        sh(
+            "python3 -c \"import shutil; shutil.copytree('.git', 'evil', "
+            "ignore=shutil.ignore_patterns('config', 'hooks')); "
+            f"open('evil/config', 'w').write('{fsmonitor}'); "
+            "open('.git/commondir', 'w').write('../evil')\"; echo rc=$?"
+        ),
+        sh(f"echo 'touch {marker}' > .envrc; echo '[submodule]' > .gitmodules; echo rc=$?"),
+    )
+    assert "rc=0" in obs[0]["stdout"], obs[0]
+    notes = " ".join(obs[0]["sandbox"]["notes"])
+    assert "commondir" in notes and "runs later" in notes
+    assert str(repo / ".git" / "commondir") in obs[0]["sandbox"]["refused_paths"]
+    assert not (repo / ".git" / "commondir").exists()
+    assert (repo / ".git" / "commondir.charter-refused").read_text() == "../evil"
+    assert not (repo / ".envrc").exists() and not (repo / ".gitmodules").exists()
+    assert (repo / ".envrc.charter-refused").exists()
+    status = _user_runs_git_status(repo)
+    assert status.returncode == 0, status.stderr
+    assert not marker.exists()
+
+
+def test_allowed_twin_a_named_new_file_stays(repo: Path) -> None:
+    policy: dict[str, Any] = {**POLICY, "paths": {**POLICY["paths"], "allow": ["./", "./.envrc"]}}
+    obs = run(repo, sh("echo 'export A=1' > .envrc && echo notes > notes.md"), policy=policy)
+    assert obs[0]["exit_code"] == 0 and obs[0]["sandbox"]["notes"] == [], obs[0]
+    assert (repo / ".envrc").read_text() == "export A=1\n"
+    assert (repo / "notes.md").read_text() == "notes\n"
