@@ -3,6 +3,7 @@ is recorded, and work whose run died offered again until its attempts are used u
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from datetime import timedelta
@@ -134,10 +135,8 @@ def _admit_held(rt: PersonaRuntime, at) -> Any:  # type: ignore[no-untyped-def]
         seen.append(receipt)
         raise _Died
 
-    try:
+    with contextlib.suppress(_Died):
         rt.drain(P, at=at, execute=execute, limit=1)
-    except _Died:
-        pass
     return seen[0] if seen else None
 
 
