@@ -92,6 +92,9 @@ def test_kill_9_mid_run_loses_nothing(make_pack: Callable[..., Path], tmp_path: 
         assert status.to_dict()["counters"]["leases_expired"] == 1
     finally:
         session.close()
-    # the failed key is not a duplicate: sending it again runs it
+    # (issue 31) the accepted work is not lost: the expiry offered it again (attempt 2,
+    # after its backoff), and the sender's retry of the key joins that attempt
+    retried = [e["payload"] for e in log if e["kind"] == "persona.work.retried"]
+    assert [(r["work_key"], r["attempt"]) for r in retried] == [("webhook:test:go:1", 2)]
     again = _run(pack, envelope(tmp_path / "again.json", {"calls": []}, ident="1"), "--at", later)
-    assert again["status"] == "completed"
+    assert again["status"] == "queued"

@@ -161,7 +161,7 @@ def test_webhook_payload_and_undeclared_trigger(run, tmp_path: Path) -> None:  #
     receipt = run(
         "trigger", "merge_captain", "--provider", "github", "--payload", str(payload), "--at", AT
     )
-    assert receipt["work_key"] == "github:burin-labs/harn:check:991"
+    assert receipt["work_key"] == "github:burin-labs/harn:check:991:completed"
     refused = run(
         "trigger", "merge_captain", "--provider", "linear", "--kind", "issue",
         "--metadata", "identifier=ENG-1", "--at", AT, expect=1, json_out=False,

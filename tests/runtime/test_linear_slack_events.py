@@ -23,11 +23,17 @@ CASES = {
         "linear.issue_created",
         {"team": "ENG", "label": "bug", "assignee": "Alice"},
     ),
-    "linear/Issue.update": ("issue_updated", "linear:issue:ENG-142", "linear.issue_updated", {}),
+    "linear/Issue.update": (  # an update by its time: each is work of its own
+        "issue_updated",
+        "linear:issue:ENG-142:update:2026-11-20T10:14:03.422Z",
+        "linear.issue_updated",
+        {},
+    ),
     "linear/Comment.create": (
         "comment_created",
-        "linear:issue:ENG-142",  # a comment's work is its issue's
-        "linear.issue_created",  # the issue family: a persona on issues hears comments
+        # a comment by its own id, under its issue
+        "linear:issue:ENG-142:comment:9d1c0b3e-2f7a-4c0e-8b1a-6f5e4d3c2b1a",
+        "linear.comment_created",  # by event and action: issue_created does not hear it
         {"team": "ENG", "author": "Alice"},
     ),
     "slack/app_mention": (

@@ -176,7 +176,10 @@ def test_drain_stops_at_capacity_and_recovers_expired_leases(runtime: PersonaRun
     assert pr(runtime, 4, at=later).status is ReceiptStatus.QUEUED
     runtime.pause(M, at=later)
     assert runtime.drain(M, at=later + T(seconds=400)) == []
-    assert [q["work_key"][-4:] for q in runtime.state(M).queue] == ["pr:4"]
+    # (issue 31) each expired run's work is offered again, after the queued work, until
+    # its attempts are used up: pr:1 (expired at `later`) and pr:3 (expired while paused)
+    assert [q["work_key"][-4:] for q in runtime.state(M).queue] == ["pr:1", "pr:4", "pr:3"]
+    assert [q.get("attempt") for q in runtime.state(M).queue] == [2, None, 2]
 
 
 def test_expired_lease_is_recorded_before_reacquisition(runtime: PersonaRuntime) -> None:
@@ -186,11 +189,19 @@ def test_expired_lease_is_recorded_before_reacquisition(runtime: PersonaRuntime)
     # unrecovered: the dead run is reported (seed: an expired run counts as failed)
     assert life(runtime, later) == "failed"
     again = pr(runtime, 7, at=later)
-    assert again.status is ReceiptStatus.COMPLETED
+    # (issue 31) the expired run's work is offered again (attempt 2, after the backoff);
+    # the sender's retry of the same key joins it instead of running beside it
+    assert again.status is ReceiptStatus.QUEUED and again.detail == {"coalesced": True}
     tail = kinds(runtime, after=held.event_ids[-1])
-    assert tail[:3] == [Kind.LEASE_EXPIRED, Kind.TRIGGER_RECEIVED, Kind.LEASE_ACQUIRED]
+    assert tail[:4] == [
+        Kind.LEASE_EXPIRED, Kind.WORK_RETRIED, Kind.WORK_QUEUED, Kind.WORK_COALESCED
+    ]  # fmt: skip
+    assert runtime.drain(M, at=later) == []  # still in its backoff (5 s by default)
+    [done] = runtime.drain(M, at=later + T(seconds=5))
+    assert done.status is ReceiptStatus.COMPLETED
     status = runtime.status(M, now=later).to_dict()
     assert status["counters"]["leases_expired"] == 1
+    assert status["counters"]["retries"] == 1
 
 
 def test_heartbeat_renews_the_lease(runtime: PersonaRuntime) -> None:

@@ -65,6 +65,8 @@ class RuntimeSettings:
     max_concurrency: int | None = None
     lease_ttl_seconds: int | None = None
     duplicate_window_seconds: int | None = None
+    max_attempts: int | None = None
+    retry_backoff_seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

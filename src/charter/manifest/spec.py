@@ -123,7 +123,8 @@ BUDGET = TableSpec(
 
 RUNTIME = TableSpec(
     "runtime",
-    "Admission settings of the persona runtime: concurrency, lease TTL, duplicate window.",
+    "Admission settings of the persona runtime: concurrency, lease TTL, duplicate window, "
+    "attempts.",
     (
         Field(
             "max_concurrency",
@@ -143,6 +144,19 @@ RUNTIME = TableSpec(
             "duplicate_window_seconds",
             "integer",
             "Seconds a completed work key is refused as a duplicate (default 86400).",
+            minimum=0,
+        ),
+        Field(
+            "max_attempts",
+            "integer",
+            "Attempts of a piece of work whose run's lease expired (its process died) "
+            "before it is dead-lettered (default 3).",
+            minimum=1,
+        ),
+        Field(
+            "retry_backoff_seconds",
+            "number",
+            "Wait before the second attempt of such work, doubling per attempt (default 5).",
             minimum=0,
         ),
     ),

@@ -950,17 +950,30 @@ def _queue_executor(
                 payload=item.get("body"),
                 at=session.options.clock()(),
             )
-        envelope = TriggerEnvelope(
-            "queue",
-            receipt.work_key or item["work_key"],
-            format_time(clock()),
-            item.get("provider"),
-            item.get("kind"),
-            dict(item.get("metadata") or {}),
-            item.get("body"),
-        )
+        handed: dict[str, Any] | None = None
+        if item.get("handoff_id") and isinstance(item.get("body"), dict):
+            # a handoff that waited at max_concurrency: its inbox item went with it
+            handed = dict(item["body"])
+            envelope = TriggerEnvelope(
+                "handoff",
+                receipt.work_key or item["work_key"],
+                format_time(clock()),
+                kind=handed.get("kind"),
+                payload=handed.get("payload") or {},
+                handoff=handed,
+            )
+        else:
+            envelope = TriggerEnvelope(
+                "queue",
+                receipt.work_key or item["work_key"],
+                format_time(clock()),
+                item.get("provider"),
+                item.get("kind"),
+                dict(item.get("metadata") or {}),
+                item.get("body"),
+            )
         # drain/resume admitted it running (see PersonaRuntime._drain_one)
-        result = execute_admitted(session, persona, receipt, envelope, running=True)
+        result = execute_admitted(session, persona, receipt, envelope, handed, running=True)
         runs.append(result)
         fin = result.finish or {}
         return dataclasses.replace(

@@ -357,11 +357,17 @@ class Supervisor:
         """Run every persona's inbox handoffs (bounded: one pass)."""
         results: list[RunResult] = []
         for persona in self.session.manifest.personas:
-            if not self.session.runtime.state(persona.name).inbox:
+            state = self.session.runtime.state(persona.name)
+            if not state.inbox:
                 continue
-            for item in list(self.session.runtime.state(persona.name).inbox):
+            # a handoff waiting in the queue (max_concurrency) is the drain's: offering it
+            # again each tick recorded a coalesced (later a duplicate) run, forever
+            queued = state.queued_keys()
+            for item in list(state.inbox):
                 if self.stopping():
                     return results
+                if f"handoff:{item['handoff_id']}" in queued:
+                    continue
                 try:
                     result = run_handoff_in_session(self.session, persona.name, item["handoff_id"])
                 except (RunError, PersonaRuntimeError) as exc:

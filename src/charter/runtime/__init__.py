@@ -58,9 +58,11 @@ from .status import LIFECYCLE_STATES, PersonaStatus, lifecycle, render_status
 from .store import DEFAULT_STATE_DIR, STATE_URL_ENV, open_event_log
 from .supervision import follow, supervision_frame, tail, to_ndjson
 from .triggers import (
+    PR_HEAD_ACTIONS,
     NormalizedTrigger,
     TriggerError,
     declares_trigger,
+    delivery_id,
     github_kind,
     linear_kind,
     normalize_trigger,
@@ -107,6 +109,8 @@ __all__ = [
     "LogTransaction",
     "NewEvent",
     "NormalizedTrigger",
+    "PR_HEAD_ACTIONS",
+    "delivery_id",
     "PersonaRuntime",
     "PersonaRuntimeError",
     "PersonaRuntimeSpec",

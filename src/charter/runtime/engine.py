@@ -42,6 +42,10 @@ _UNKNOWN: Any = object()
 _DRAIN_AHEAD = 4
 
 
+#: the sources of work that is offered again when its run's lease expires (a schedule's
+#: minute too: a crashed scheduled run ran at most part of its work)
+_RETRIED_SOURCES = frozenset({"trigger", "queue", "schedule", "handoff"})
+
 #: a drain's finish admits the next item only when at least this many wait (follow.py;
 #: at most _DRAIN_AHEAD)
 FOLLOW_BACKLOG = 2
@@ -79,6 +83,16 @@ class WorkItem:
     handoff_id: str | None = None
     # the webhook body the work came with; kept only while the work waits in a queue
     body: Mapping[str, Any] | None = None
+    #: the sender's id of the delivery that brought it (a redelivery is refused by it)
+    delivery_id: str | None = None
+    #: newer queued work with the same coalesce key supersedes this while it waits
+    coalesce_key: str | None = None
+    #: 1 for the first attempt; a retry after an expired lease is 2, 3, ...
+    attempt: int = 1
+    #: why earlier attempts ended (a retry's)
+    reasons: tuple[str, ...] = ()
+    #: the event holding the webhook body (a drained or retried item's)
+    body_event_id: int | None = None
 
     def __post_init__(self) -> None:
         if not self.work_key:
@@ -97,6 +111,15 @@ class WorkItem:
             out.update(provider=self.provider, kind=self.kind, metadata=self.metadata)
         if self.handoff_id:
             out["handoff_id"] = self.handoff_id
+        if self.delivery_id:
+            out["delivery_id"] = self.delivery_id
+        if self.coalesce_key:
+            out["coalesce_key"] = self.coalesce_key
+        if self.attempt > 1:
+            out["attempt"] = self.attempt
+            out["reasons"] = list(self.reasons)
+        if self.body_event_id is not None:
+            out["body_event_id"] = self.body_event_id
         return out
 
 
@@ -123,6 +146,8 @@ class Batch:
         # each persona's queued keys, built once and kept with the queue's events: built
         # per webhook, it cost a pass over the whole backlog per item
         self._queued: dict[str, set[str]] = {}
+        # (persona, delivery id) -> the event that received it (this batch's included)
+        self.deliveries: dict[tuple[str, str], int | None] = {}
 
     def state(self, persona: str) -> PersonaState:
         if persona not in self.states:
@@ -145,6 +170,13 @@ class Batch:
             found = self.txn.completions(persona, [work_key]).get(work_key)
             self.completions[(persona, work_key)] = found
         return cast("Completion | None", found)
+
+    def delivery(self, persona: str, delivery_id: str) -> int | None:
+        """The event that received ``delivery_id`` for ``persona``, if any."""
+        key = (persona, delivery_id)
+        if key not in self.deliveries:
+            self.deliveries[key] = self.txn.deliveries(persona, [delivery_id]).get(delivery_id)
+        return self.deliveries[key]
 
     def new_id(self, prefix: str) -> str:
         return self.runtime.ids.new_id(prefix, self.next_id)
@@ -178,6 +210,8 @@ class Batch:
                 keys.add(payload["work_key"])
             elif kind == Kind.WORK_DEQUEUED:
                 keys.discard(payload.get("work_key", ""))
+        if kind == Kind.DELIVERY_RECEIVED:
+            self.deliveries[(persona, payload["delivery_id"])] = event.event_id
         if kind == Kind.RUN_COMPLETED and payload.get("work_key"):
             key = payload["work_key"]
             self.completions[(persona, key)] = Completion(
@@ -276,10 +310,18 @@ class PersonaRuntime:
         return result
 
     def _expire(self, batch: Batch, name: str) -> None:
-        """Recover expired leases: ``persona.lease.expired`` precedes any new acquisition."""
+        """Recover expired leases: ``persona.lease.expired`` precedes any new acquisition.
+
+        The expired run's work is offered again (issue 31): ``persona.work.retried`` and
+        a ``persona.work.queued`` of attempt n + 1, startable after the backoff, for any
+        replica's drain; after ``max_attempts`` it is dead-lettered with its attempts
+        and the reason of each. A half-done run's journal is replayed by the retry
+        (model responses and tool results already recorded are not repeated)."""
         state = batch.state(name)
+        spec = self.spec(name)
         for lease in sorted(state.leases.values(), key=lambda lease: lease["acquired_at"]):
             if parse_time(lease["expires_at"]) <= batch.at:
+                run = dict(state.runs.get(lease.get("run_id") or "", {}))
                 batch.emit(
                     name,
                     Kind.LEASE_EXPIRED,
@@ -291,6 +333,69 @@ class PersonaRuntime:
                         "expired_at": lease["expires_at"],
                     },
                 )
+                if run and run.get("source") in _RETRIED_SOURCES:
+                    self._retry(batch, name, spec, lease, run)
+
+    def _retry(
+        self,
+        batch: Batch,
+        name: str,
+        spec: PersonaRuntimeSpec,
+        lease: Mapping[str, Any],
+        run: Mapping[str, Any],
+    ) -> None:
+        """Offer an expired run's work again, or dead-letter it after its attempts."""
+        attempt = int(run.get("attempt") or 1)
+        reason = (
+            f"attempt {attempt}: lease {lease['lease_id']} held by {lease['holder']} "
+            f"expired at {lease['expires_at']} before run {lease['run_id']} finished"
+        )
+        reasons = [*[str(r) for r in run.get("reasons") or ()], reason]
+        base: dict[str, Any] = {
+            "work_key": lease["work_key"],
+            "run_id": lease["run_id"],
+            "source": run.get("source"),
+        }
+        for key in ("handoff_id", "delivery_id"):
+            if run.get(key):
+                base[key] = run[key]
+        if attempt >= spec.max_attempts:
+            batch.emit(
+                name,
+                Kind.DEAD_LETTERED,
+                {
+                    **base,
+                    "reason": f"gave up after {attempt} attempts (max_attempts "
+                    f"{spec.max_attempts}): {reason}",
+                    "attempts": attempt,
+                    "reasons": reasons,
+                },
+            )
+            return
+        wait = spec.retry_backoff_seconds * (2 ** (attempt - 1))
+        not_before = format_time(add_seconds(batch.at, wait))
+        batch.emit(
+            name,
+            Kind.WORK_RETRIED,
+            {**base, "attempt": attempt + 1, "reason": reason, "not_before": not_before},
+        )
+        queued: dict[str, Any] = {
+            **{k: run.get(k) for k in ("provider", "kind", "metadata", "cost_usd", "tokens")},
+            **base,
+            "attempt": attempt + 1,
+            "reasons": reasons,
+            "not_before": not_before,
+            "policy": "retry_after_lease_expired",
+            "reason": "retry",
+        }
+        queued.pop("run_id")
+        if run.get("body_event_id") is not None:
+            queued["body_event_id"] = run["body_event_id"]
+        if run.get("coalesce_key"):
+            queued["coalesce_key"] = run["coalesce_key"]
+        if batch.is_queued(name, lease["work_key"]):
+            return  # (already offered again by a redelivery: that entry is the retry)
+        batch.emit(name, Kind.WORK_QUEUED, {k: v for k, v in queued.items() if v is not None})
 
     # -- queries -----------------------------------------------------------
 
@@ -377,9 +482,11 @@ class PersonaRuntime:
         tokens: int = 0,
         force: bool = False,
         rerun: str | None = None,
+        delivery_id: str | None = None,
     ) -> WorkItem:
         """The work item of a trigger for ``name`` (checked as :meth:`trigger` does),
-        without recording anything: for :meth:`accept_many`."""
+        without recording anything: for :meth:`accept_many`. ``delivery_id``: the
+        sender's id of the delivery (a redelivery of it is refused)."""
         spec = self.spec(name)
         normalized: NormalizedTrigger = normalize_trigger(provider, kind, metadata, payload=payload)
         if not force and not declares_trigger(spec.triggers, normalized.provider, normalized.kind):
@@ -398,6 +505,8 @@ class PersonaRuntime:
             normalized.kind,
             normalized.metadata,
             body=dict(payload) if payload is not None else None,
+            delivery_id=delivery_id,
+            coalesce_key=None if rerun else normalized.coalesce_key,
         )
 
     def submit(
@@ -496,6 +605,40 @@ class PersonaRuntime:
             if from_queue:
                 batch.emit(name, Kind.WORK_DEQUEUED, {"work_key": item.work_key})
 
+        if item.delivery_id and not from_queue:
+            # delivery identity (issue 31): a redelivered webhook is refused whatever its
+            # work became (queued, running, completed, failed, superseded, dead-lettered)
+            first_seen = batch.delivery(name, item.delivery_id)
+            if first_seen is not None:
+                batch.emit(
+                    name,
+                    Kind.DELIVERY_DUPLICATE,
+                    {
+                        "delivery_id": item.delivery_id,
+                        "work_key": item.work_key,
+                        "first_event_id": first_seen,
+                    },
+                )
+                return self._receipt(
+                    batch,
+                    name,
+                    ReceiptStatus.DUPLICATE,
+                    item,
+                    first,
+                    error=f"delivery {item.delivery_id} was received before (event {first_seen})",
+                    detail={"delivery": True, "first_event_id": first_seen},
+                )
+            batch.emit(
+                name,
+                Kind.DELIVERY_RECEIVED,
+                {
+                    "delivery_id": item.delivery_id,
+                    "work_key": item.work_key,
+                    "provider": item.provider,
+                    "kind": item.kind,
+                },
+            )
+
         if state.control == "disabled":
             batch.emit(name, Kind.DEAD_LETTERED, {**base, "reason": "persona disabled"})
             dequeue()
@@ -509,6 +652,7 @@ class PersonaRuntime:
                     batch, name, ReceiptStatus.QUEUED, item, first, detail={"coalesced": True}
                 )
             batch.emit(name, self._wake_kind(item), base)
+            self._supersede(batch, name, item)
             batch.emit(
                 name,
                 Kind.WORK_QUEUED,
@@ -537,12 +681,14 @@ class PersonaRuntime:
                     batch, name, ReceiptStatus.QUEUED, item, first, detail={"coalesced": True}
                 )
             fresh = not _within_window(batch.completion(name, item.work_key), batch.at)
-            if fresh and (defer or len(live) >= spec.max_concurrency or state.queue):
+            waiting = _first_due(state.queue, batch.at) is not None  # (a retry in backoff: no)
+            if fresh and (defer or len(live) >= spec.max_concurrency or waiting):
                 # A different key at capacity waits its turn (FIFO); so does anything
                 # arriving behind queued work, so the queue is never overtaken.
                 reason = "max_concurrency" if len(live) >= spec.max_concurrency else "queue"
                 reason = "accepted" if defer else reason
                 batch.emit(name, self._wake_kind(item), base)
+                self._supersede(batch, name, item)
                 batch.emit(
                     name,
                     Kind.WORK_QUEUED,
@@ -649,6 +795,35 @@ class PersonaRuntime:
             budget_receipt_id=budget_id,
             error=error,
         )
+
+    def _supersede(self, batch: Batch, name: str, item: WorkItem) -> None:
+        """Coalescing, explicit and recorded (issue 31): queued work that ``item``
+        supersedes (the same coalesce key: an older push to the ref, an older head of the
+        pull request) leaves the queue with ``persona.work.coalesced`` naming the work
+        it became (``into``); that work's run is the one it ran as. Work already running
+        is never superseded: the newer head runs after it."""
+        if not item.coalesce_key:
+            return
+        state = batch.state(name)
+        for queued in [q for q in state.queue if q.get("coalesce_key") == item.coalesce_key]:
+            if queued["work_key"] == item.work_key:
+                continue
+            batch.emit(
+                name,
+                Kind.WORK_COALESCED,
+                {
+                    "work_key": queued["work_key"],
+                    "into": item.work_key,
+                    "coalesce_key": item.coalesce_key,
+                    "reason": "superseded",
+                    **({"delivery_id": queued["delivery_id"]} if queued.get("delivery_id") else {}),
+                },
+            )
+            batch.emit(
+                name,
+                Kind.WORK_DEQUEUED,
+                {"work_key": queued["work_key"], "superseded_by": item.work_key},
+            )
 
     def _busy(
         self,
@@ -1090,8 +1265,11 @@ class PersonaRuntime:
                 return None
             if len(live_leases(state, batch.at)) >= slots:
                 return None
-            head = dict(state.queue[0])
-            receipt = self._drain_one(batch, name, state.queue[0], hold=execute is not None)
+            due = _first_due(state.queue, batch.at)
+            if due is None:
+                return None  # (only retries waiting out their backoff)
+            head = dict(due)
+            receipt = self._drain_one(batch, name, due, hold=execute is not None)
             if receipt is None:
                 return None
             # whether more could start after this admission
@@ -1186,7 +1364,7 @@ class PersonaRuntime:
         keys = tuple(q["work_key"] for q in state.queue[:_DRAIN_AHEAD])
         if any(parse_time(lease["expires_at"]) <= at for lease in state.leases.values()):
             return keys
-        if state.control != "active" or not state.queue:
+        if state.control != "active" or _first_due(state.queue, at) is None:
             return None
         live = [lease for lease in live_leases(state, at) if lease.get("run_id") != finishing]
         if len(live) >= self.spec(name).max_concurrency:
@@ -1197,8 +1375,9 @@ class PersonaRuntime:
         """A copy of queue entry ``queued`` with the webhook ``body`` it was queued with,
         read from its ``persona.work.queued`` event (the state keeps bodies out)."""
         item = dict(queued)
-        if item.pop("has_body", False) and "body" not in item:
-            event_id = int(item["event_id"])
+        has_body = item.pop("has_body", False) or item.get("body_event_id") is not None
+        if has_body and "body" not in item:
+            event_id = int(item.get("body_event_id") or item["event_id"])
             found = self.log.read(after=event_id - 1, limit=1)
             if found and found[0].event_id == event_id:
                 item["body"] = found[0].payload.get("body")
@@ -1222,7 +1401,15 @@ class PersonaRuntime:
             queued.get("provider"),
             queued.get("kind"),
             dict(queued.get("metadata") or {}),
+            handoff_id=queued.get("handoff_id"),
             body=queued.get("body"),
+            delivery_id=queued.get("delivery_id"),
+            coalesce_key=queued.get("coalesce_key"),
+            attempt=int(queued.get("attempt") or 1),
+            reasons=tuple(queued.get("reasons") or ()),
+            body_event_id=queued.get("body_event_id")
+            if queued.get("body_event_id") is not None
+            else (queued["event_id"] if queued.get("has_body") else None),
         )
         return self._submit(batch, name, item, hold, None, True, running=hold)
 
@@ -1243,14 +1430,32 @@ class PersonaRuntime:
 
         def body(batch: Batch) -> RunReceipt:
             state = batch.state(name)
-            if not any(h["handoff_id"] == handoff_id for h in state.inbox):
+            found = next((h for h in state.inbox if h["handoff_id"] == handoff_id), None)
+            if found is None:
                 raise UnknownRunError(f"{name}: no handoff {handoff_id!r} in the inbox")
+            # the inbox item goes along as the work's body: queued at max_concurrency, the
+            # run that drains it later (the item has left the inbox by then) is handed it
             item = WorkItem(
-                f"handoff:{handoff_id}", "handoff", cost_usd, tokens, handoff_id=handoff_id
+                f"handoff:{handoff_id}",
+                "handoff",
+                cost_usd,
+                tokens,
+                handoff_id=handoff_id,
+                body=dict(found),
             )
             return self._submit(batch, name, item, hold, None, False)
 
         return self._commit_or_raise(at, body, name, (f"handoff:{handoff_id}",))
+
+
+def _first_due(queue: Sequence[dict[str, Any]], at: datetime) -> dict[str, Any] | None:
+    """The oldest queued item that may start at ``at``: a retry waits out its backoff
+    (``not_before``) without holding up the work behind it."""
+    for queued in queue:
+        not_before = queued.get("not_before")
+        if not_before is None or parse_time(not_before) <= at:
+            return queued
+    return None
 
 
 def _within_window(done: Completion | None, at: datetime) -> bool:

@@ -35,6 +35,12 @@ class Kind:
     WORK_QUEUED = "persona.work.queued"
     WORK_COALESCED = "persona.work.coalesced"
     WORK_DEQUEUED = "persona.work.dequeued"
+    #: a webhook delivery offered to the persona, by the sender's delivery id (issue 31)
+    DELIVERY_RECEIVED = "persona.delivery.received"
+    #: the same delivery again (a redelivery): refused, nothing else recorded
+    DELIVERY_DUPLICATE = "persona.delivery.duplicate"
+    #: a run whose lease expired is offered again (attempt n of max_attempts)
+    WORK_RETRIED = "persona.work.retried"
     DEAD_LETTERED = "persona.event.dead_lettered"
     PAUSED = "persona.paused"
     RESUMED = "persona.resumed"

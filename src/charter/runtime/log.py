@@ -60,6 +60,8 @@ class Prefetch:
 
 #: the event kind whose rows the completion lookup reads (a partial index covers them)
 COMPLETED_KIND = "persona.run.completed"
+#: the event kind whose rows the delivery lookup reads (a partial index covers them)
+DELIVERY_KIND = "persona.delivery.received"
 
 
 class LogTransaction(ABC):
@@ -96,6 +98,20 @@ class LogTransaction(ABC):
     def completions(self, persona: str, work_keys: Sequence[str]) -> dict[str, Completion]:
         """The latest ``persona.run.completed`` of each of ``work_keys`` for ``persona``
         (keys that never completed are absent); an indexed lookup."""
+
+    def deliveries(self, persona: str, delivery_ids: Sequence[str]) -> dict[str, int]:
+        """The event id of the ``persona.delivery.received`` of each of ``delivery_ids``
+        for ``persona`` (ids never received are absent). This default reads the persona's
+        delivery events; the backends answer it from a partial index."""
+        wanted = set(delivery_ids)
+        found: dict[str, int] = {}
+        if not wanted:
+            return found
+        for event in self.read(persona=persona, kinds=(DELIVERY_KIND,)):
+            ident = event.payload.get("delivery_id")
+            if ident in wanted and ident not in found:
+                found[ident] = event.event_id
+        return found
 
     def load_persona(
         self, persona: str, version: int, limit: int

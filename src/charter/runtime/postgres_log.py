@@ -36,6 +36,7 @@ from psycopg.types.json import Jsonb
 from .events import TOPIC, Event, NewEvent
 from .log import (
     COMPLETED_KIND,
+    DELIVERY_KIND,
     Completion,
     EventLog,
     EventLogError,
@@ -309,6 +310,14 @@ class _PgTxn(LogTransaction):
             found.update(self._log._completion_result(rows))
         return found
 
+    def deliveries(self, persona: str, delivery_ids: Sequence[str]) -> dict[str, int]:
+        ids = list(dict.fromkeys(delivery_ids))
+        if not ids:
+            return {}
+        self._flush()
+        rows = self._conn.execute(self._log._deliveries, (self._log.topic, persona, ids)).fetchall()
+        return {str(r[0]): int(r[1]) for r in rows}
+
     def load_snapshot(self, persona: str) -> Snapshot | None:
         self._flush()
         row = self._conn.execute(
@@ -458,6 +467,14 @@ class PostgresEventLog(EventLog):
                 "persona = %s AND kind = {} AND payload->>'work_key' = k.key "
                 "ORDER BY event_id DESC LIMIT 1) AS c"
             ).format(s, sql.Literal(COMPLETED_KIND))
+        )
+
+        self._deliveries = self._render(
+            sql.SQL(
+                "SELECT payload->>'delivery_id', min(event_id) FROM {}.events WHERE topic = %s "
+                "AND persona = %s AND kind = {} AND payload->>'delivery_id' = ANY(%s::text[]) "
+                "GROUP BY 1"
+            ).format(s, sql.Literal(DELIVERY_KIND))
         )
 
     def _render(self, statement: sql.Composable) -> bytes:
@@ -650,6 +667,13 @@ class PostgresEventLog(EventLog):
                     "CREATE INDEX IF NOT EXISTS events_completed_by_key ON {}.events "
                     "(topic, persona, (payload->>'work_key'), event_id) WHERE kind = {}"
                 ).format(s, sql.Literal(COMPLETED_KIND))
+            )
+            # a redelivered webhook's lookup (LogTransaction.deliveries)
+            self._conn.execute(
+                sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS events_delivery_by_id ON {}.events "
+                    "(topic, persona, (payload->>'delivery_id')) WHERE kind = {}"
+                ).format(s, sql.Literal(DELIVERY_KIND))
             )
             self._conn.execute(
                 sql.SQL(

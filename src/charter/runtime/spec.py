@@ -11,6 +11,8 @@ from charter.errors import CharterError
 
 DEFAULT_LEASE_TTL_SECONDS = 300.0
 DEFAULT_DUPLICATE_WINDOW_SECONDS = 24 * 3600.0
+DEFAULT_MAX_ATTEMPTS = 3
+DEFAULT_RETRY_BACKOFF_SECONDS = 5.0
 
 
 class SpecError(CharterError, ValueError):
@@ -81,6 +83,10 @@ class PersonaRuntimeSpec:
     max_concurrency: int = 1
     lease_ttl_seconds: float = DEFAULT_LEASE_TTL_SECONDS
     duplicate_window_seconds: float = DEFAULT_DUPLICATE_WINDOW_SECONDS
+    #: attempts of work whose run's lease expired before it is dead-lettered
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    #: wait before the second attempt, doubled for each later one
+    retry_backoff_seconds: float = DEFAULT_RETRY_BACKOFF_SECONDS
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -91,6 +97,10 @@ class PersonaRuntimeSpec:
             raise SpecError(f"{self.name}: lease_ttl_seconds must be > 0")
         if self.duplicate_window_seconds < 0:
             raise SpecError(f"{self.name}: duplicate_window_seconds must be >= 0")
+        if self.max_attempts < 1:
+            raise SpecError(f"{self.name}: max_attempts must be >= 1")
+        if self.retry_backoff_seconds < 0:
+            raise SpecError(f"{self.name}: retry_backoff_seconds must be >= 0")
         for trigger in self.triggers:
             if "." not in trigger.strip(".") and trigger != "*":
                 raise SpecError(

@@ -15,6 +15,7 @@ from .clock import parse_time
 from .events import TOPIC, Event, NewEvent
 from .log import (
     COMPLETED_KIND,
+    DELIVERY_KIND,
     Completion,
     EventLog,
     EventLogError,
@@ -45,6 +46,9 @@ CREATE INDEX IF NOT EXISTS events_by_persona ON events (topic, persona, event_id
 CREATE INDEX IF NOT EXISTS events_completed_by_key ON events
     (topic, persona, json_extract(payload, '$.work_key'), event_id)
     WHERE kind = 'persona.run.completed';
+CREATE INDEX IF NOT EXISTS events_delivery_by_id ON events
+    (topic, persona, json_extract(payload, '$.delivery_id'))
+    WHERE kind = 'persona.delivery.received';
 CREATE TABLE IF NOT EXISTS topics (
     topic TEXT PRIMARY KEY,
     last_event_id INTEGER NOT NULL
@@ -180,6 +184,19 @@ class _SqliteTxn(LogTransaction):
             return {}
         rows = self._conn.execute(completions_sql(len(keys)), (self._topic, persona, *keys))
         return {r[0]: Completion(r[0], int(r[1]), r[2], r[3]) for r in rows}
+
+    def deliveries(self, persona: str, delivery_ids: Sequence[str]) -> dict[str, int]:
+        ids = list(dict.fromkeys(delivery_ids))
+        if not ids:
+            return {}
+        rows = self._conn.execute(
+            "SELECT json_extract(payload, '$.delivery_id') AS d, min(event_id) FROM events "
+            f"WHERE topic = ? AND persona = ? AND kind = '{DELIVERY_KIND}' "
+            f"AND json_extract(payload, '$.delivery_id') IN ({', '.join('?' * len(ids))}) "
+            "GROUP BY d",
+            (self._topic, persona, *ids),
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
 
     def save_snapshot(self, snapshot: Snapshot) -> None:
         if not self._writable:

@@ -19,6 +19,32 @@ from .events import Event, Kind
 #: snapshot is ignored and the persona replayed once
 PROJECTION_VERSION = 2
 RECENT_VALUE_RECEIPTS = 20
+RECENT_DEAD_LETTERS = 20
+
+
+#: queue entry fields taken from a ``persona.work.queued`` payload when present
+_QUEUE_EXTRAS = (
+    "handoff_id",
+    "coalesce_key",
+    "delivery_id",
+    "attempt",
+    "reasons",
+    "body_event_id",
+    "not_before",
+)
+#: run fields taken from a ``persona.run.started`` payload when present (a retry's)
+_RUN_EXTRAS = (
+    "attempt",
+    "reasons",
+    "body_event_id",
+    "delivery_id",
+    "coalesce_key",
+    "provider",
+    "kind",
+    "metadata",
+    "cost_usd",
+    "tokens",
+)
 
 
 def _spend_zero() -> dict[str, Any]:
@@ -57,6 +83,8 @@ class PersonaState:
     value_receipts: list[dict[str, Any]] = field(default_factory=list)
     value_receipt_count: int = 0
     dead_lettered: int = 0
+    # the latest dead letters with their reasons (and attempts, for work that used them up)
+    dead_letters: list[dict[str, Any]] = field(default_factory=list)
     last_error: str | None = None
     counters: dict[str, int] = field(default_factory=dict)
 
@@ -91,6 +119,7 @@ class PersonaState:
         fork.parked = dict(self.parked)
         fork.inbox = list(self.inbox)
         fork.value_receipts = list(self.value_receipts)
+        fork.dead_letters = list(self.dead_letters)
         fork.counters = dict(self.counters)
         return fork
 
@@ -202,6 +231,7 @@ def apply(state: PersonaState, event: Event) -> None:
             "started_at": at,
             "source": p.get("source"),
             "handoff_id": p.get("handoff_id"),
+            **{k: p[k] for k in _RUN_EXTRAS if p.get(k) is not None},
         }
         state.exhaustion = None
         if p.get("budget_receipt_id"):
@@ -260,6 +290,8 @@ def apply(state: PersonaState, event: Event) -> None:
         _bump(state, "runs_failed")
     elif kind == Kind.RUN_DUPLICATE:
         _bump(state, "duplicates")
+        if p.get("handoff_id"):  # a handoff already run leaves the inbox too
+            state.inbox = [h for h in state.inbox if h.get("handoff_id") != p["handoff_id"]]
     elif kind == Kind.SPEND_RECORDED:
         _add_spend(state, event, float(p.get("cost_usd", 0.0)), int(p.get("tokens", 0)))
         if p.get("budget_receipt_id"):
@@ -287,6 +319,10 @@ def apply(state: PersonaState, event: Event) -> None:
                 "queued_at": at,
                 "event_id": event.event_id,
                 **({"has_body": True} if p.get("body") is not None else {}),
+                # (issue 31) what a drained item needs besides its body: the handoff it
+                # runs, the newer work that may supersede it, its attempt and the event
+                # that holds its body when it is a retry, and when it may start
+                **{k: p[k] for k in _QUEUE_EXTRAS if p.get(k) is not None},
             }
         )
     elif kind == Kind.WORK_COALESCED:
@@ -295,6 +331,23 @@ def apply(state: PersonaState, event: Event) -> None:
         _dequeue(state.queue, p.get("work_key"))
     elif kind == Kind.DEAD_LETTERED:
         state.dead_lettered += 1
+        letter = {
+            "work_key": p.get("work_key"),
+            "reason": p.get("reason"),
+            "at": at,
+            "event_id": event.event_id,
+            **{k: p[k] for k in ("run_id", "attempts", "reasons", "delivery_id") if p.get(k)},
+        }
+        state.dead_letters = [*state.dead_letters, letter][-RECENT_DEAD_LETTERS:]
+        if p.get("attempts"):  # work that used up its attempts (issue 31)
+            state.last_error = p.get("reason") or state.last_error
+            _bump(state, "attempts_exhausted")
+        if p.get("handoff_id"):  # a refused handoff leaves the inbox
+            state.inbox = [h for h in state.inbox if h.get("handoff_id") != p["handoff_id"]]
+    elif kind == Kind.WORK_RETRIED:
+        _bump(state, "retries")
+    elif kind == Kind.DELIVERY_DUPLICATE:
+        _bump(state, "duplicate_deliveries")
     elif kind == Kind.PAUSED:
         state.control = "paused"
     elif kind == Kind.RESUMED:

@@ -116,6 +116,7 @@ def render_status(state: PersonaState, spec: PersonaRuntimeSpec, now: datetime) 
             "recent": state.value_receipts,
         },
         "dead_lettered": state.dead_lettered,
+        "dead_letters": state.dead_letters,
         "last_error": state.last_error,
         "counters": dict(sorted(state.counters.items())),
         "last_event_id": state.last_event_id,

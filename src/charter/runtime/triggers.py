@@ -22,9 +22,25 @@ class NormalizedTrigger:
     family: str
     work_key: str
     metadata: dict[str, str]
+    #: work that a newer trigger with the same coalesce key supersedes while it still
+    #: waits in a queue (a push to the same ref, a pull request's new head): the newer
+    #: one runs, the older is recorded as superseded by it (``persona.work.coalesced``)
+    coalesce_key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        out = dict(self.__dict__)
+        if out["coalesce_key"] is None:
+            del out["coalesce_key"]
+        return out
+
+
+#: pull request actions whose work is the pull request's head commit: a reviewer acts on
+#: a head once, whichever of these announced it
+PR_HEAD_ACTIONS = frozenset(
+    {"opened", "synchronize", "reopened", "ready_for_review", "review_requested"}
+)
+#: comment and review actions that are the thing itself (its key is its id alone)
+_FIRST_ACTIONS = frozenset({"created", "submitted"})
 
 
 # Event kinds grouped into families: a persona declaring ``github.pr_opened`` accepts a
@@ -107,14 +123,28 @@ def trigger_family(provider: str, kind: str) -> str:
     return kind
 
 
+def _bare(provider: str, kind: str) -> bool:
+    """Whether ``kind`` names a whole event family (``pull_request``, ``check_run``,
+    ``issue``) rather than one action of it (``pr_opened``, ``check_failed``)."""
+    family = trigger_family(provider, kind)
+    if kind == family:
+        return True
+    return any(kind == prefix and fam == family for prefix, fam in _FAMILIES.get(provider, ()))
+
+
 def declares_trigger(declared: Iterable[str], provider: str, kind: str) -> bool:
     """Whether ``provider.kind`` matches one of a persona's declared trigger names.
 
-    Matches exactly, by ``provider.*``, or by family (``github.pr_opened`` covers a
-    ``github``/``pull_request`` trigger).
+    By event **and** action: ``github.review_requested`` is not ``github.pr_opened``.
+    A declaration matches its exact kind, every kind by ``*`` or ``provider.*``, and a
+    whole family when it names the family itself (``github.pull_request`` covers
+    ``pr_opened``, ``review_requested``, ...). A trigger whose kind is itself a bare
+    family (``--kind pull_request`` with metadata only: the action is not known) matches
+    any declaration in that family.
     """
     provider, kind = provider.lower(), kind.lower()
     family = trigger_family(provider, kind)
+    offered_bare = _bare(provider, kind)
     for name in declared:
         name = name.lower()
         if name == "*":
@@ -122,7 +152,11 @@ def declares_trigger(declared: Iterable[str], provider: str, kind: str) -> bool:
         d_provider, _, d_kind = name.partition(".")
         if d_provider != provider:
             continue
-        if d_kind in ("*", kind) or trigger_family(provider, d_kind) == family:
+        if d_kind in ("*", kind):
+            return True
+        if trigger_family(provider, d_kind) != family:
+            continue
+        if _bare(provider, d_kind) or offered_bare:
             return True
     return False
 
@@ -144,7 +178,12 @@ def metadata_from_payload(provider: str, payload: Mapping[str, Any]) -> dict[str
         found["action"] = payload.get("action")
         if isinstance(payload.get("pull_request"), Mapping):
             found["number"] = _get(payload, "pull_request", "number") or payload.get("number")
+            found["head_sha"] = _get(payload, "pull_request", "head", "sha")
             found["_kind"] = "pull_request"
+            if isinstance(payload.get("review"), Mapping):
+                found["review_id"] = _get(payload, "review", "id")
+            if isinstance(payload.get("comment"), Mapping):
+                found["comment_id"] = _get(payload, "comment", "id")
         elif isinstance(payload.get("check_suite"), Mapping):
             found["check_run_id"] = _get(payload, "check_suite", "id")
             found["head_sha"] = _get(payload, "check_suite", "head_sha")
@@ -158,6 +197,18 @@ def metadata_from_payload(provider: str, payload: Mapping[str, Any]) -> dict[str
         elif isinstance(payload.get("issue"), Mapping):
             found["number"] = _get(payload, "issue", "number")
             found["_kind"] = "issue"
+            if isinstance(payload.get("comment"), Mapping):
+                found["comment_id"] = _get(payload, "comment", "id")
+            if isinstance(_get(payload, "issue", "pull_request"), Mapping):
+                # GitHub sends a pull request's conversation comments as issue_comment
+                found["pull_request"] = "true"
+        elif isinstance(payload.get("ref"), str) and "after" in payload:
+            found["ref"] = payload.get("ref")
+            found["after"] = payload.get("after")
+            found["_kind"] = "push"
+        elif payload.get("zen") is not None and payload.get("hook_id") is not None:
+            found["hook_id"] = payload.get("hook_id")
+            found["_kind"] = "ping"
     elif provider == "linear":
         data = payload.get("data") if isinstance(payload.get("data"), Mapping) else payload
         if str(payload.get("type", "")).lower() == "comment":
@@ -170,6 +221,8 @@ def metadata_from_payload(provider: str, payload: Mapping[str, Any]) -> dict[str
             found["identifier"] = _get(data, "identifier")
             found["id"] = _get(data, "id")
             found["assignee"] = _get(data, "assignee", "name")
+            if str(payload.get("action", "")).lower() == "update":
+                found["updated_at"] = _get(data, "updatedAt")
         found["team"] = _get(data, "team", "key") or _get(data, "issue", "team", "key")
         labels = data.get("labels") if isinstance(data, Mapping) else None
         if isinstance(labels, list):
@@ -223,8 +276,10 @@ def normalize_trigger(
 ) -> NormalizedTrigger:
     """Normalise trigger input to a work key.
 
-    ``github`` pull requests ``github:<repo>:pr:<number>``, check runs
-    ``github:<repo>:check:<id>``; ``linear`` issues ``linear:issue:<identifier>``;
+    ``github``: by what a persona acts on (a push's ref and ``after``, a pull request's
+    number and head, a review or comment by its id, an issue by number and action; see
+    :func:`_github_key` and docs/runtime.md); ``linear`` issues
+    ``linear:issue:<identifier>`` (a comment, an update, a removal with its own suffix);
     ``slack`` messages ``slack:<channel>:<thread_ts or ts>``; anything else
     ``webhook:<provider>:<kind>:<id>`` (or a digest of the metadata when no id is given).
     Explicit metadata wins over fields taken from ``payload``.
@@ -244,25 +299,22 @@ def normalize_trigger(
         raise TriggerError("a trigger needs a kind (--kind) or a payload it can be inferred from")
     family = trigger_family(provider, kind)
 
-    if provider == "github" and family == "pull_request":
-        repo, number = _require(merged, provider, kind, "repository", "number")
-        key = f"github:{repo}:pr:{number}"
-    elif provider == "github" and family == "check_run":
-        (repo,) = _require(merged, provider, kind, "repository")
-        ident = _first(merged, "check_run_id", "id", "head_sha", "sha")
-        if ident is None:
-            raise TriggerError(
-                f"github.{kind} trigger needs metadata check_run_id (or id/head_sha)"
-            )
-        key = f"github:{repo}:check:{ident}"
-    elif provider == "github" and family == "issue":
-        repo, number = _require(merged, provider, kind, "repository", "number")
-        key = f"github:{repo}:issue:{number}"
+    coalesce: str | None = None
+    if provider == "github" and family in ("pull_request", "issue", "check_run", "push", "ping"):
+        key, coalesce = _github_key(merged, kind, family)
     elif provider == "linear" and family == "issue":
         ident = _first(merged, "identifier", "issue", "id")
         if ident is None:
             raise TriggerError(f"linear.{kind} trigger needs metadata identifier (or id)")
         key = f"linear:issue:{ident}"
+        # a comment by its own id, an update by its time, a removal once: each is work
+        # of its own (the issue's one key made every later update a duplicate for 24 h)
+        if merged.get("comment_id"):
+            key += f":comment:{merged['comment_id']}"
+        elif kind == "issue_updated" and merged.get("updated_at"):
+            key += f":update:{merged['updated_at']}"
+        elif kind == "issue_removed":
+            key += ":remove"
     elif provider == "slack" and family == "message":
         (channel,) = _require(merged, provider, kind, "channel")
         ts = _first(merged, "thread_ts", "ts")
@@ -277,7 +329,63 @@ def normalize_trigger(
             ).hexdigest()[:16]
             ident = f"sha256:{digest}"
         key = f"webhook:{provider}:{kind}:{ident}"
-    return NormalizedTrigger(provider, kind, family, key, merged)
+    return NormalizedTrigger(provider, kind, family, key, merged, coalesce)
+
+
+def _github_key(merged: Mapping[str, str], kind: str, family: str) -> tuple[str, str | None]:
+    """A GitHub trigger's work key at the grain a persona acts on, and its coalesce key
+    (docs/runtime.md, "Work keys of GitHub events")."""
+    action = merged.get("action")
+    if family == "push":
+        repo, ref, after = _require(merged, "github", kind, "repository", "ref", "after")
+        return f"github:{repo}:push:{ref}:{after}", f"github:{repo}:push:{ref}"
+    if family == "ping":
+        (repo,) = _require(merged, "github", kind, "repository")
+        return f"github:{repo}:ping:{merged.get('hook_id') or 'hook'}", None
+    if family == "check_run":
+        (repo,) = _require(merged, "github", kind, "repository")
+        ident = _first(merged, "check_run_id", "id", "head_sha", "sha")
+        if ident is None:
+            raise TriggerError(
+                f"github.{kind} trigger needs metadata check_run_id (or id/head_sha)"
+            )
+        return f"github:{repo}:check:{ident}" + (f":{action}" if action else ""), None
+    repo, number = _require(merged, "github", kind, "repository", "number")
+    on_pr = family == "pull_request" or merged.get("pull_request") == "true"
+    base = f"github:{repo}:{'pr' if on_pr else 'issue'}:{number}"
+    tail = f":{action}" if action and action not in _FIRST_ACTIONS else ""
+    if merged.get("review_id"):
+        return f"{base}:review:{merged['review_id']}{tail}", None
+    if merged.get("comment_id"):
+        return f"{base}:comment:{merged['comment_id']}{tail}", None
+    if family == "issue":
+        return base + (f":{action}" if action else ""), None
+    sha = merged.get("head_sha")
+    if action is None or action in PR_HEAD_ACTIONS:
+        # (metadata without a head: the pull request itself, as before)
+        return (f"{base}:{sha}", f"{base}:head") if sha else (base, None)
+    if action:
+        return f"{base}:{action}" + (f":{sha}" if sha else ""), None
+    return base, None
+
+
+def delivery_id(
+    provider: str, headers: Mapping[str, str], payload: Mapping[str, Any]
+) -> str | None:
+    """The sender's id of one delivery (a redelivery carries the same one), or ``None``:
+    GitHub's ``X-GitHub-Delivery`` header, Slack's ``event_id``, Linear's ``webhookId``
+    with its ``webhookTimestamp``; any other sender's ``X-Delivery-Id`` header."""
+    provider = provider.lower()
+    if provider == "github":
+        found = headers.get("x-github-delivery")
+    elif provider == "slack":
+        found = payload.get("event_id")
+    elif provider == "linear":
+        hook, stamp = payload.get("webhookId"), payload.get("webhookTimestamp")
+        found = f"{hook}:{stamp}" if hook and stamp is not None else None
+    else:
+        found = headers.get("x-delivery-id")
+    return f"{provider}:{found}" if found else None
 
 
 def parse_metadata(pairs: Iterable[str]) -> dict[str, str]:
