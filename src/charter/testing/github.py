@@ -296,12 +296,12 @@ class FakeGitHub(FakeServer):
         if self.app is None or token is None:
             return _error(401, "A JSON web token could not be decoded", DOCS)
         key = serialization.load_pem_private_key(self.app.private_key.encode(), None)
+        public = key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
         try:
             claims = jwt.decode(
-                token,
-                key.public_key(),
-                algorithms=["RS256"],  # type: ignore[arg-type]
-                options={"require": ["iat", "exp", "iss"]},
+                token, public, algorithms=["RS256"], options={"require": ["iat", "exp", "iss"]}
             )
         except jwt.PyJWTError as exc:
             return _error(401, f"A JSON web token could not be decoded ({exc})", DOCS)
