@@ -19,14 +19,21 @@ guide's walk-through.
 """
 
 from ._server import FakeServer, RecordedRequest, Reply
+from ._world import Fakes, serve_fakes
 from .github import FakeApp, FakeGitHub, FakePull, diff_lines
+from .pagerduty import FakePagerDuty
+from .slack import FakeSlack
 
 __all__ = [
     "FakeApp",
     "FakeGitHub",
+    "FakePagerDuty",
     "FakePull",
+    "FakeSlack",
+    "Fakes",
     "FakeServer",
     "RecordedRequest",
     "Reply",
     "diff_lines",
+    "serve_fakes",
 ]

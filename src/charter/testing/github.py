@@ -224,14 +224,18 @@ class FakeGitHub(FakeServer):
         self.pulls[f"{repo}#{number}"].head_sha = head_sha
 
     def load(self, path: str | Path) -> FakeGitHub:
-        """Fill the fake from a world file (JSON): ``pulls`` (with ``diff_file`` relative
-        to the file), ``protection``, ``check_runs``."""
+        """Fill the fake from a world file (JSON): see :meth:`load_world`."""
         path = Path(path)
-        world = json.loads(path.read_text(encoding="utf-8"))
+        return self.load_world(json.loads(path.read_text(encoding="utf-8")), path.parent)
+
+    def load_world(self, world: Mapping[str, Any], base: Path) -> FakeGitHub:
+        """``pulls`` (``repo``, ``number``, ``head_sha``, ``diff_file`` relative to ``base``,
+        other :class:`FakePull` fields), ``protection`` (``repo``, ``branch``,
+        ``contexts``), ``check_runs`` (``repo``, ``head_sha``, ``name``, ``conclusion``)."""
         for pr in world.get("pulls", []):
             pr = dict(pr)
             if "diff_file" in pr:
-                pr["diff"] = (path.parent / pr.pop("diff_file")).read_text(encoding="utf-8")
+                pr["diff"] = (base / pr.pop("diff_file")).read_text(encoding="utf-8")
             self.add_pull(pr.pop("repo"), int(pr.pop("number")), pr.pop("head_sha"), **pr)
         for item in world.get("protection", []):
             self.protect(item["repo"], item["branch"], item["contexts"])

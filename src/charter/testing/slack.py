@@ -51,8 +51,11 @@ class FakeSlack(FakeServer):
         self.fail_next(
             "POST",
             f"/api/{re.escape(method)}",
-            lambda: Reply(429, {"ok": False, "error": "ratelimited"},
-                          {"Retry-After": str(retry_after), **_headers()}),  # fmt: skip
+            lambda: Reply(
+                429,
+                {"ok": False, "error": "ratelimited"},
+                {"Retry-After": str(retry_after), **_headers()},
+            ),  # fmt: skip
         )
 
     def _args(self, req: RecordedRequest) -> dict[str, Any]:

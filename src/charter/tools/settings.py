@@ -55,6 +55,8 @@ class GitHubSettings:
     app_id: str | None = None
     private_key: str | None = None
     ca_bundle: str | None = None
+    #: how ``github_merge`` merges: merge, squash or rebase (``[integrations.github]``)
+    merge_method: str = "squash"
 
     @property
     def auth_mode(self) -> str:
@@ -174,6 +176,7 @@ class IntegrationSettings:
             app_id=pick("GITHUB_APP_ID", gh, "app_id", None),
             private_key=key,
             ca_bundle=ca,
+            merge_method=str(gh.get("merge_method") or "squash"),
         )
         slack = SlackSettings(
             api_url=pick("SLACK_API_URL", sl, "api_url", SLACK_API_URL),

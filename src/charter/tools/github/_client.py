@@ -15,7 +15,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._redact import Redactor
 from .._retry import Retryable, RetryPolicy, call_with_retries
@@ -282,7 +282,9 @@ class GitHubClient:
     async def send(self, request: Request) -> Answer:
         """Send a write built by one of the ``*_request`` methods, through githubkit's
         typed endpoint for it (its body validated against GitHub's schema)."""
-        o, r, body = self.owner, self.repo, dict(request.body)
+        # the body was built above from GitHub's documented fields; githubkit validates it
+        # against the endpoint's schema (rest_api_validate_body) before it is sent
+        o, r, body = self.owner, self.repo, cast(Any, dict(request.body))
         parts = request.path.split("/")[4:]  # after /repos/{o}/{r}/
         send: Callable[[GitHub[Any]], Awaitable[Response[Any, Any]]]
         match parts:
