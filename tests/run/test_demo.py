@@ -25,7 +25,14 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     out = proc.stdout
     assert "ok: 3 personas" in out
     assert "tier=shadow" in out and "dry run:" in out
-    assert "granted merge_captain" in out and "executed:   call_1 github -> ok" in out
+    assert "granted merge_captain" in out and "executed:   call_1 github_merge -> ok" in out
+    # shadow: the review's exact request is the dry-run receipt; nothing was posted
+    assert "would send: POST /repos/example/charter/pulls/463/reviews" in out
+    assert '"path": "docs/setup.md", "line": 2, "side": "RIGHT"' in out
+    assert "reviews posted: 0 (review_captain runs in shadow); merges: 1" in out
+    # the approved merge reached the fake GitHub pinned to the reviewed head
+    sha = "a42b0ea937df821c296119c26916c7c31dfa3f0d"
+    assert f'PUT /repos/example/charter/pulls/462/merge {{"sha": "{sha}"' in out
     assert "denied by rule 'git push:*'" in out
     assert "(frame 'handoff:handoff_" in out
     assert "queued review_captain" in out and "resume -> idle" in out

@@ -1,63 +1,52 @@
-"""Tools shared by the template pack's workflows.
+"""The pack's integrations: charter.tools' GitHub, Slack and PagerDuty tools.
 
-``github`` here is a local stand-in for the GitHub MCP server named in persona.json: it
-records each request it would send in ``.fake_github/actions.jsonl`` under the workspace
-(so a demo can show what executed and what did not) and returns a plausible answer.
-Replace it with your MCP server or API client when you fork the pack.
+Each operation is its own tool (``github_get_diff`` reads, ``github_merge`` writes...),
+so the personas' policies in charter.toml name exactly what each role may do. The tools
+are configured as production is: ``GITHUB_TOKEN`` or a GitHub App (``GITHUB_APP_ID`` +
+``GITHUB_APP_PRIVATE_KEY[_PATH]``), ``GITHUB_API_URL``, ``SLACK_BOT_TOKEN``,
+``PAGERDUTY_TOKEN``... and charter.toml's ``[integrations]`` tables (see
+docs/guide-github.md). ``charter demo`` points them at the offline fakes of
+:mod:`charter.testing`.
 """
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-from charter.agent import Tool, make_tool
+from charter.tools import GitHubClient, IntegrationSettings, github_tools
+from charter.tools.pagerduty import PagerDutyClient, pagerduty_tools
+from charter.tools.slack import SlackClient, slack_tools
 
 
-def github_tool(workspace: Path) -> Tool:
-    def github(action: str, pr: int, body: str = "", method: str = "squash") -> dict[str, Any]:
-        """Act on a GitHub pull request: action is comment, review or merge."""
-        record = {"action": action, "pr": int(pr), "body": body, "method": method}
-        out = Path(workspace) / ".fake_github" / "actions.jsonl"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with out.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record) + "\n")
-        answer: dict[str, Any] = {"status": "ok", "action": action, "pr": int(pr)}
-        if action == "merge":
-            answer["merged"] = True
-        return answer
-
-    # Talks to a remote API: the network level, so every tier above shadow gates it.
-    return make_tool(github, side_effect_level="network", kind="other")
+def repository(ctx: Any) -> str:
+    """The repository the run acts on: the trigger's, or the handoff payload's."""
+    meta = ctx.trigger.metadata
+    payload = (ctx.handoff_item or {}).get("payload") or {}
+    repo = meta.get("repository") or payload.get("repository")
+    if not repo:
+        raise ValueError("the trigger names no repository (metadata repository=owner/name)")
+    return str(repo)
 
 
-def _record(workspace: Path, folder: str, record: dict[str, Any]) -> None:
-    out = Path(workspace) / folder / "actions.jsonl"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(record) + "\n")
+def register_github(ctx: Any, repo: str | None = None) -> GitHubClient:
+    """Register every GitHub tool for ``repo`` (default: the trigger's repository).
+
+    With a GitHub App, the webhook's ``installation.id`` is used when the payload has it
+    (otherwise the installation is looked up for the repository)."""
+    settings = IntegrationSettings.for_pack(ctx.pack_dir)
+    payload = ctx.trigger.payload or {}
+    installation = (payload.get("installation") or {}).get("id")
+    client = GitHubClient(
+        settings.github,
+        repo or repository(ctx),
+        installation_id=int(installation) if installation else None,
+    )
+    ctx.register_tools(github_tools(client, merge_method=settings.github.merge_method))
+    return client
 
 
-def pagerduty_tool(workspace: Path) -> Tool:
-    """A stand-in for the PagerDuty API: records in ``.fake_pagerduty/actions.jsonl``."""
-
-    def pagerduty(action: str, incident: str, note: str = "") -> dict[str, Any]:
-        """Act on a PagerDuty incident: action is acknowledge, annotate or resolve."""
-        _record(
-            workspace, ".fake_pagerduty", {"action": action, "incident": incident, "note": note}
-        )
-        return {"status": "ok", "action": action, "incident": incident}
-
-    return make_tool(pagerduty, side_effect_level="network", kind="other")
-
-
-def slack_tool(workspace: Path) -> Tool:
-    """A stand-in for Slack's chat.postMessage: records in ``.fake_slack/actions.jsonl``."""
-
-    def slack(channel: str, text: str) -> dict[str, Any]:
-        """Post a message to a Slack channel."""
-        _record(workspace, ".fake_slack", {"channel": channel, "text": text})
-        return {"status": "ok", "channel": channel}
-
-    return make_tool(slack, side_effect_level="network", kind="other")
+def register_oncall(ctx: Any) -> None:
+    """Register the PagerDuty and Slack tools."""
+    settings = IntegrationSettings.for_pack(ctx.pack_dir)
+    ctx.register_tools(pagerduty_tools(PagerDutyClient(settings.pagerduty)))
+    ctx.register_tools(slack_tools(SlackClient(settings.slack)))

@@ -3,7 +3,8 @@
 Incident triage in the persona's two stages: ``gather`` (read-only) has the model read
 the alert, the runbook and the service's recent logs and draft a timeline with the
 likely cause; ``notify`` acknowledges the incident in PagerDuty and posts the draft to
-the incident channel. Both are network side effects, so the autonomy tier decides what
+the incident channel (PagerDuty's REST API: acknowledge, then the draft as a note; Slack's
+chat.postMessage). All are network side effects, so the autonomy tier decides what
 happens: executed (``act_auto``), waiting for ``charter approve`` (``act_with_approval``,
 the pack's tier), a proposal (``suggest``) or a dry run (``shadow``). Whatever the tier
 did, the incident is then handed to the people on call (``human:oncall``) with the draft
@@ -22,8 +23,7 @@ def run(ctx: Any) -> dict[str, Any]:
     if ctx is None:  # smoke check of the template pack: nothing to act on
         return {"persona": "oncall_captain", "dry_run": True, "status": "ok"}
     tools = _load_tools()
-    ctx.register_tool(tools.pagerduty_tool(ctx.workspace))
-    ctx.register_tool(tools.slack_tool(ctx.workspace))
+    tools.register_oncall(ctx)
     meta = ctx.trigger.metadata
     incident = str(meta.get("incident") or meta.get("id") or "unknown")
     service = str(meta.get("service") or "unknown")
@@ -58,9 +58,12 @@ def gather(ctx: Any, incident: str, service: str) -> str:
 
 @step("notify")
 def notify(ctx: Any, incident: str, service: str, draft: str) -> dict[str, str]:
-    ack = ctx.call_tool("pagerduty", action="acknowledge", incident=incident, note=draft[:500])
-    post = ctx.call_tool("slack", channel="#incidents", text=f"{service} / {incident}: {draft}")
-    return {"acknowledge": _status(ack), "slack": _status(post)}
+    ack = ctx.call_tool("pagerduty_acknowledge", incident=incident)
+    note = ctx.call_tool("pagerduty_add_note", incident=incident, content=draft[:5000])
+    post = ctx.call_tool(
+        "slack_post_message", channel="#incidents", text=f"{service} / {incident}: {draft}"
+    )
+    return {"acknowledge": _status(ack), "note": _status(note), "slack": _status(post)}
 
 
 def _status(observation: Any) -> str:

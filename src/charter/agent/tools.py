@@ -44,6 +44,10 @@ class Tool:
     is_async: bool = False
     #: Raw MCP identity (server, tool) when the tool is served by an MCP server.
     mcp: tuple[str, str] | None = None
+    #: What a call would do, from its arguments, without doing it (e.g. the HTTP request
+    #: ``{method, path, body}`` it would send): recorded by dry runs, proposals and
+    #: approval requests in place of executing the call.
+    preview: Callable[[Mapping[str, Any]], Any] | None = None
 
     def schema(self) -> dict[str, Any]:
         """The provider-neutral function schema ``{name, description, parameters}``."""

@@ -4,13 +4,17 @@ Runs the real ``charter`` commands, one process each, on a copy of the template 
 the ``mock`` provider and SQLite state, and prints each command with its output:
 validation, a shadow run, an approval given from the command line, a run refused by its
 policy, a handoff run under a route's ``policy_override``, pause/resume with queued work,
-a run stopped by its budget, then status and the supervision feed. The clock is fixed
-(``--at``) so the output is the same on every machine.
+a run stopped by its budget, then status and the supervision feed. The personas' GitHub,
+Slack and PagerDuty tools talk to the offline fakes of :mod:`charter.testing` (started
+here from ``fixtures/fakes.json``, fake credentials in the runs' environment); the demo
+ends with what reached them. The clock is fixed (``--at``) so the output is the same on
+every machine.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -60,6 +64,7 @@ class Demo:
     echo: Callable[[str], None]
     steps: list[Step] = field(default_factory=list)
     minute: int = 0
+    env: dict[str, str] | None = None
 
     def at(self) -> str:
         self.minute += 1
@@ -77,7 +82,12 @@ class Demo:
     def run(self, title: str, args: list[str], *, expect: tuple[int, ...] = (0,)) -> Step:
         self.show(args)
         proc = subprocess.run(
-            self.argv(args), cwd=self.workdir, capture_output=True, text=True, check=False
+            self.argv(args),
+            cwd=self.workdir,
+            capture_output=True,
+            text=True,
+            check=False,
+            env=self.env,
         )
         step = Step(title, args, proc.returncode, proc.stdout, proc.stderr)
         self.steps.append(step)
@@ -118,7 +128,12 @@ def _approval_step(demo: Demo) -> None:
     ]
     demo.show([*args, "&"])
     proc = subprocess.Popen(
-        demo.argv(args), cwd=demo.workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        demo.argv(args),
+        cwd=demo.workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=demo.env,
     )
     demo.echo("  (the run waits for an approval; a second process gives it)\n")
     deadline = time.monotonic() + APPROVAL_WAIT_SECONDS
@@ -134,6 +149,7 @@ def _approval_step(demo: Demo) -> None:
                 capture_output=True,
                 text=True,
                 check=False,
+                env=demo.env,
             )
             if listing.returncode == 0:
                 pending = json.loads(listing.stdout)["pending"]
@@ -188,134 +204,161 @@ def run_demo(
     echo: Callable[[str], None] = print,
 ) -> list[Step]:
     """Run the whole demo; returns its steps. Raises :class:`DemoError` on a failed step."""
+    from charter.testing import serve_fakes
+
     source = pack or find_pack()
     with tempfile.TemporaryDirectory(prefix="charter-demo-") as tmp:
         workdir = Path(tmp) / "personas"
         shutil.copytree(source, workdir, ignore=shutil.ignore_patterns(".charter", ".fake_github"))
         state = state_dir.resolve() if state_dir else Path(tmp) / "state"
-        demo = Demo(workdir, state, echo)
-        state_args = _state(demo)
-        echo(
-            f"charter end-to-end demo: template pack {source} copied to a temporary "
-            "workspace,\nmock model provider, SQLite state in $STATE, clock fixed at "
-            f"{T0:%Y-%m-%d %H:%M} UTC.\n"
-        )
+        world = workdir / "fixtures" / "fakes.json"
+        with serve_fakes(world if world.is_file() else None) as fakes:
+            env = {k: v for k, v in os.environ.items() if k not in _REAL_CREDENTIALS}
+            demo = Demo(workdir, state, echo, env={**env, **fakes.env()})
+            _run_steps(demo, source, fakes)
+            return demo.steps
 
-        demo.section("1. Validate the template pack")
-        demo.run("validate", ["persona", "check", "."])
 
-        demo.section(
-            "2. review_captain reviews PR #463 in shadow (its rollout mode caps it): "
-            "the GitHub review becomes a dry-run receipt, nothing executes"
-        )
-        demo.run(
-            "review_captain shadow",
-            [
-                "persona", "run", "review_captain",
-                "--payload", "fixtures/github_review_requested.json",
-                "--llm", "mock:fixtures/mock/review_captain_463.json",
-                "--at", demo.at(), *state_args,
-            ],
-        )  # fmt: skip
+# the demo never reaches a real service, whatever the caller's environment holds
+_REAL_CREDENTIALS = frozenset(
+    {"GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_PRIVATE_KEY_PATH", "GH_TOKEN"}
+)
 
-        demo.section(
-            "3. merge_captain (act_with_approval) merges PR #462 once a maintainer approves "
-            "from the command line"
-        )
-        _approval_step(demo)
 
-        demo.section(
-            "4. merge_captain on a failed check tries to force-push: refused by its policy "
-            "(commands deny git push:*), with the receipt"
-        )
-        demo.run(
-            "merge_captain refused by policy",
-            [
-                "persona", "run", "merge_captain",
-                "--payload", "fixtures/github_check_failed.json",
-                "--llm", "mock:fixtures/mock/merge_captain_check_failed.json",
-                "--at", demo.at(), *state_args,
-            ],
-        )  # fmt: skip
+def _run_steps(demo: Demo, source: Path, fakes: Any) -> None:
+    workdir, echo = demo.workdir, demo.echo
+    state_args = _state(demo)
+    echo(
+        f"charter end-to-end demo: template pack {source} copied to a temporary "
+        "workspace,\nmock model provider, SQLite state in $STATE, clock fixed at "
+        f"{T0:%Y-%m-%d %H:%M} UTC; GitHub, Slack and PagerDuty are\nthe offline fakes "
+        "of charter.testing.\n"
+    )
 
-        demo.section(
-            "5. A handoff through a route: review_captain's findings reached merge_captain "
-            "via route review-findings, whose policy_override (read_only) replaces its policy"
-        )
-        demo.run(
-            "merge_captain handoff run",
-            [
-                "persona", "run", "merge_captain", "--inbox",
-                "--llm", "mock:fixtures/mock/merge_captain_handoff.json",
-                "--at", demo.at(), *state_args,
-            ],
-        )  # fmt: skip
+    demo.section("1. Validate the template pack")
+    demo.run("validate", ["persona", "check", "."])
 
-        demo.section(
-            "6. Pause review_captain, queue work, resume: the queue drains through the workflow"
-        )
-        at = demo.at()
-        demo.run("pause", ["persona", "pause", "review_captain", "--at", at, *state_args])
-        demo.run(
-            "queued",
-            [
-                "persona", "run", "review_captain",
-                "--payload", "fixtures/github_review_requested_465.json",
-                "--at", at, *state_args,
-            ],
-        )  # fmt: skip
-        demo.run(
-            "resume",
-            [
-                "persona", "run", "review_captain", "--resume",
-                "--llm", "mock:fixtures/mock/review_captain_465.json",
-                "--at", demo.at(), *state_args,
-            ],
-        )  # fmt: skip
+    demo.section(
+        "2. review_captain reviews PR #463 in shadow (its rollout mode caps it): "
+        "the GitHub review becomes a dry-run receipt, nothing executes"
+    )
+    demo.run(
+        "review_captain shadow",
+        [
+            "persona", "run", "review_captain",
+            "--payload", "fixtures/github_review_requested.json",
+            "--llm", "mock:fixtures/mock/review_captain_463.json",
+            "--at", demo.at(), *state_args,
+        ],
+    )  # fmt: skip
 
-        demo.section(
-            "7. review_captain on PR #464 (the whole dependency tree vendored) is stopped by "
-            "its budget: the next call's worst case would cross max_tokens"
-        )
-        demo.run(
-            "budget stop",
-            [
-                "persona", "run", "review_captain",
-                "--payload", "fixtures/github_review_requested_464.json",
-                "--llm", "mock:fixtures/mock/review_captain_464.json",
-                "--at", demo.at(), *state_args,
-            ],
-            expect=(1,),
-        )  # fmt: skip
+    demo.section(
+        "3. merge_captain (act_with_approval) merges PR #462 once a maintainer approves "
+        "from the command line"
+    )
+    _approval_step(demo)
 
-        demo.section("8. Status and the supervision feed")
-        at = demo.at()
-        for name in ("merge_captain", "review_captain"):
-            demo.run(f"status {name}", ["persona", "status", name, "--at", at, *state_args])
-        demo.show(["persona", "supervision", "tail", *state_args])
-        feed = subprocess.run(
-            demo.argv(["persona", "supervision", "tail", *state_args]),
-            cwd=workdir,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.splitlines()
-        frames = [json.loads(line) for line in feed]
-        kinds: dict[str, int] = {}
-        for frame in frames:
-            kinds[frame["update_kind"]] = kinds.get(frame["update_kind"], 0) + 1
-        echo(f"  {len(frames)} persona/update frames; by update_kind:")
-        for kind, count in sorted(kinds.items()):
-            echo(f"    {count:4d}  {kind}")
-        echo("  the last ones (event_id, occurred_at, persona, update_kind, payload keys):")
-        for frame in frames[-10:]:
-            echo("    " + _compact(frame))
-        demo.steps.append(
-            Step("supervision feed", ["persona", "supervision", "tail"], 0, "\n".join(feed))
-        )
-        echo("")
-        echo("Done: every decision above is an event in the log; every side effect has a receipt.")
-        return demo.steps
+    demo.section(
+        "4. merge_captain on a failed check tries to force-push: refused by its policy "
+        "(commands deny git push:*), with the receipt"
+    )
+    demo.run(
+        "merge_captain refused by policy",
+        [
+            "persona", "run", "merge_captain",
+            "--payload", "fixtures/github_check_failed.json",
+            "--llm", "mock:fixtures/mock/merge_captain_check_failed.json",
+            "--at", demo.at(), *state_args,
+        ],
+    )  # fmt: skip
+
+    demo.section(
+        "5. A handoff through a route: review_captain's findings reached merge_captain "
+        "via route review-findings, whose policy_override (read_only) replaces its policy"
+    )
+    demo.run(
+        "merge_captain handoff run",
+        [
+            "persona", "run", "merge_captain", "--inbox",
+            "--llm", "mock:fixtures/mock/merge_captain_handoff.json",
+            "--at", demo.at(), *state_args,
+        ],
+    )  # fmt: skip
+
+    demo.section(
+        "6. Pause review_captain, queue work, resume: the queue drains through the workflow"
+    )
+    at = demo.at()
+    demo.run("pause", ["persona", "pause", "review_captain", "--at", at, *state_args])
+    demo.run(
+        "queued",
+        [
+            "persona", "run", "review_captain",
+            "--payload", "fixtures/github_review_requested_465.json",
+            "--at", at, *state_args,
+        ],
+    )  # fmt: skip
+    demo.run(
+        "resume",
+        [
+            "persona", "run", "review_captain", "--resume",
+            "--llm", "mock:fixtures/mock/review_captain_465.json",
+            "--at", demo.at(), *state_args,
+        ],
+    )  # fmt: skip
+
+    demo.section(
+        "7. review_captain on PR #464 (the whole dependency tree vendored) is stopped by "
+        "its budget: the next call's worst case would cross max_tokens"
+    )
+    demo.run(
+        "budget stop",
+        [
+            "persona", "run", "review_captain",
+            "--payload", "fixtures/github_review_requested_464.json",
+            "--llm", "mock:fixtures/mock/review_captain_464.json",
+            "--at", demo.at(), *state_args,
+        ],
+        expect=(1,),
+    )  # fmt: skip
+
+    demo.section("8. Status and the supervision feed")
+    at = demo.at()
+    for name in ("merge_captain", "review_captain"):
+        demo.run(f"status {name}", ["persona", "status", name, "--at", at, *state_args])
+    demo.show(["persona", "supervision", "tail", *state_args])
+    feed = subprocess.run(
+        demo.argv(["persona", "supervision", "tail", *state_args]),
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    frames = [json.loads(line) for line in feed]
+    kinds: dict[str, int] = {}
+    for frame in frames:
+        kinds[frame["update_kind"]] = kinds.get(frame["update_kind"], 0) + 1
+    echo(f"  {len(frames)} persona/update frames; by update_kind:")
+    for kind, count in sorted(kinds.items()):
+        echo(f"    {count:4d}  {kind}")
+    echo("  the last ones (event_id, occurred_at, persona, update_kind, payload keys):")
+    for frame in frames[-10:]:
+        echo("    " + _compact(frame))
+    demo.steps.append(
+        Step("supervision feed", ["persona", "supervision", "tail"], 0, "\n".join(feed))
+    )
+    echo("")
+    demo.section(
+        "9. What reached the (fake) GitHub: reads at every tier, writes only once approved"
+    )
+    for req in fakes.github.requests:
+        body = f" {json.dumps(req.json())}" if req.method != "GET" else ""
+        echo(f"  {req.method} {req.path}{body}")
+    reviews = sum(len(v) for v in fakes.github.reviews.values())
+    echo(f"  reviews posted: {reviews} (review_captain runs in shadow); merges: "
+         f"{len(fakes.github.merges)}")  # fmt: skip
+    echo("")
+    echo("Done: every decision above is an event in the log; every side effect has a receipt.")
 
 
 __all__ = ["DemoError", "Step", "find_pack", "run_demo"]

@@ -61,6 +61,13 @@ def _line(label: str, text: str) -> None:
     click.echo(f"  {label:<11} {text}")
 
 
+def _request_line(item: dict[str, Any]) -> None:
+    request = item.get("request")
+    if isinstance(request, dict) and request.get("method"):
+        body = json.dumps(request.get("body") or {})
+        _line("", f"would send: {request['method']} {request.get('path')} {body}")
+
+
 def render_result(data: dict[str, Any]) -> None:
     """The human view of one run record."""
     head = [data["status"], data["persona"]]
@@ -80,12 +87,14 @@ def render_result(data: dict[str, Any]) -> None:
             f"{item['call_id']} {item['tool']} {json.dumps(item['arguments'])} "
             f"[{item['side_effect_level']}] receipt={item.get('receipt_id')}",
         )
+        _request_line(item)
     for item in data.get("proposals") or []:
         _line(
             "proposal:",
             f"{item['call_id']} {item['tool']} {json.dumps(item['arguments'])} "
             f"receipt={item.get('receipt_id')}",
         )
+        _request_line(item)
     for item in data.get("approvals") or []:
         who = f" by {item['by']}" if item.get("by") else ""
         _line(

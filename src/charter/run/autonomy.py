@@ -85,6 +85,9 @@ class AutonomyGate:
         self.approver = approver
         self.wait = wait
         self.notify = notify
+        #: Tool name -> its ``preview`` (:attr:`charter.agent.Tool.preview`): the request a
+        #: dry run, proposal or approval request records for the call.
+        self.previews: dict[str, Callable[[Any], Any]] = {}
 
     def middleware(self, inner: Executor) -> Executor:
         async def gated(call: ToolCall) -> Any:
@@ -121,6 +124,9 @@ class AutonomyGate:
             "stage": current_stage(),
             "frames": current_frames(),
         }
+        preview = self.previews.get(call.name)
+        if preview is not None:
+            base["request"] = _preview(preview, call)
         try:
             if control.tier == SHADOW:
                 entry = control.receipts.receipt(
@@ -261,6 +267,13 @@ class AutonomyGate:
                 return late
             raise
         return _verdict(entry)
+
+
+def _preview(preview: Callable[[Any], Any], call: ToolCall) -> Any:
+    try:
+        return _jsonable(preview(dict(call.arguments)))
+    except Exception as exc:  # a preview never stops the call it describes
+        return {"error": f"no preview: {type(exc).__name__}: {exc}"}
 
 
 def _verdict(entry: dict[str, Any]) -> ApprovalVerdict:

@@ -114,7 +114,7 @@ class RunContext:
         self.workspace = workspace
         self.pack_dir = pack_dir
         self.model_policy = persona.model_policy
-        self.tools: dict[str, Tool] = {t.name: t for t in tools}
+        self.tools: dict[str, Tool] = {}
         self.daemon_events: list[dict[str, Any]] = []
         self._control = control
         self._gate = gate
@@ -122,6 +122,8 @@ class RunContext:
         self._provider_spec = provider_spec
         self._context = make_context(str(workspace))
         self._daemon_dir = daemon_dir or pack_dir / ".charter" / "daemons"
+        for tool in tools:
+            self.register_tool(tool)
 
     # -- facts -------------------------------------------------------------
 
@@ -184,7 +186,15 @@ class RunContext:
 
     def register_tool(self, tool: Tool) -> Tool:
         self.tools[tool.name] = tool
+        if tool.preview is not None:
+            self._gate.previews[tool.name] = tool.preview
+        else:
+            self._gate.previews.pop(tool.name, None)
         return tool
+
+    def register_tools(self, tools: Sequence[Tool]) -> list[Tool]:
+        """:meth:`register_tool` for each (e.g. :func:`charter.tools.github_tools`)."""
+        return [self.register_tool(t) for t in tools]
 
     def _resolve(self, tools: Sequence[str | Tool] | None) -> list[Tool]:
         if tools is None:

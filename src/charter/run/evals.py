@@ -13,10 +13,12 @@ Checks (an unknown one is an error, never ignored):
 ``receipt``           whether the run left receipts
 ``output_contains``   a string (or list: all of them) in the run's result
 ``classified_as``     at least one of these words in the result (case-insensitive)
-``merged``            whether a ``github`` call with ``action = "merge"`` executed
-``acknowledged``      whether a ``pagerduty`` call with ``action = "acknowledge"`` executed
-``comments_only``     every ``github`` call (executed, proposed or dry-run) only comments
-                      or reviews
+``merged``            whether ``github_merge`` (or a ``github`` call with ``action =
+                      "merge"``) executed
+``acknowledged``      whether ``pagerduty_acknowledge`` (or a ``pagerduty`` call with
+                      ``action = "acknowledge"``) executed
+``comments_only``     every GitHub write (executed, proposed or dry-run) only comments or
+                      reviews
 ``workspace_writes``  how many write/edit calls executed
 ``handoff_to``        the run handed off, and only to these targets
 ``paged``             each of these targets got a handoff
@@ -256,9 +258,12 @@ def _calls(run: Mapping[str, Any], *, executed_only: bool = True) -> list[dict[s
 
 
 def _action_ran(tool: str, action: str) -> Callable[[Mapping[str, Any], Any], tuple[Any, bool]]:
+    # charter.tools names one tool per operation (github_merge); a single tool with an
+    # ``action`` argument counts too
     def check(run: Mapping[str, Any], expected: Any) -> tuple[Any, bool]:
         ran = any(
-            c.get("tool") == tool and (c.get("arguments") or {}).get("action") == action
+            c.get("tool") == f"{tool}_{action}"
+            or (c.get("tool") == tool and (c.get("arguments") or {}).get("action") == action)
             for c in _calls(run)
         )
         return ran, ran == bool(expected)
@@ -301,15 +306,21 @@ def _classified(run: Mapping[str, Any], expected: Any) -> tuple[Any, bool]:
     return found, bool(found)
 
 
+_GITHUB_COMMENTS = frozenset({"comment", "review", "post_review"})
+
+
 def _comments_only(run: Mapping[str, Any], expected: Any) -> tuple[Any, bool]:
     actions = sorted(
         {
             str((c.get("arguments") or {}).get("action"))
-            for c in _calls(run, executed_only=False)
             if c.get("tool") == "github"
+            else str(c.get("tool"))[len("github_") :]
+            for c in _calls(run, executed_only=False)
+            if c.get("tool") == "github" or str(c.get("tool")).startswith("github_")
         }
     )
-    only = all(a in ("comment", "review") for a in actions)
+    # reads are not actions: only the writes must be comments or reviews
+    only = all(a in _GITHUB_COMMENTS or a.startswith(("get_", "list_")) for a in actions)
     return actions, only == bool(expected)
 
 
