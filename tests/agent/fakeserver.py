@@ -1,4 +1,9 @@
-"""A protocol-faithful fake model server on 127.0.0.1 (JSON and SSE replies)."""
+"""A protocol-faithful fake model server on 127.0.0.1 (JSON and SSE replies).
+
+Every request is first checked against the provider's conversation rules
+(:mod:`tests.agent.message_rules`): an invalid one gets the provider's HTTP 400 and its
+error body, as the real API answers, and is recorded in ``rejected``.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,15 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from .message_rules import check
+
 
 class FakeServer:
     def __init__(self, replies: list[dict[str, Any]]) -> None:
         self.replies = list(replies)
         self.requests: list[dict[str, Any]] = []
+        #: Requests refused with 400 for breaking the provider's message rules.
+        self.rejected: list[dict[str, Any]] = []
         self.url = ""
 
 
@@ -32,7 +41,12 @@ def _handler(state: FakeServer) -> type[BaseHTTPRequestHandler]:
                     "headers": dict(self.headers),
                 }
             )
-            reply = state.replies.pop(0) if state.replies else {"status": 500, "json": {}}
+            refusal = check(self.path, state.requests[-1]["json"])
+            if refusal is not None:
+                state.rejected.append({"path": self.path, "error": refusal})
+                reply: dict[str, Any] = {"status": 400, "json": refusal}
+            else:
+                reply = state.replies.pop(0) if state.replies else {"status": 500, "json": {}}
             status = int(reply.get("status", 200))
             if "sse" in reply:
                 self.send_response(status)

@@ -76,3 +76,39 @@ def test_mcp_server_allowlist_filters_servers_and_calls(tmp_path: Path) -> None:
     assert not bad_log.exists()  # the forbidden server was never started, its tool never ran
     assert good_log.read_text().splitlines() == ["lookup t"]
     assert "<scope>" in (provider.requests[0].system or "")
+
+
+def test_a_failing_second_server_raises_mcp_server_error(tmp_path: Path) -> None:
+    # the first server is open when the second fails: its transport's task groups used to
+    # wrap the error in nested ExceptionGroups, which `except McpServerError` misses
+    from charter.agent.mcp import McpServerError
+
+    provider = MockProvider(["done"])
+    broken = {"name": "broken", "command": str(tmp_path / "no-such-server")}
+    with pytest.raises(McpServerError, match="'broken'") as caught:
+        agent_loop(
+            "x",
+            provider=provider,
+            mcp_servers=[spec("good", tmp_path / "good.log"), broken],
+            workspace=str(tmp_path),
+        )
+    assert not isinstance(caught.value, BaseExceptionGroup)
+    assert provider.requests == []  # no model call with half the tools
+
+
+def test_an_error_raised_while_servers_are_open_arrives_unwrapped(tmp_path: Path) -> None:
+    from charter.agent import AgentOptionError, make_tool
+
+    def lookup(term: str) -> str:
+        return term
+
+    clash = make_tool(lookup, name="kb__lookup", side_effect_level="read_only")
+    with pytest.raises(AgentOptionError, match="MCP server 'kb'") as caught:
+        agent_loop(
+            "x",
+            provider=MockProvider(["done"]),
+            tools=[clash],
+            mcp_servers=[spec("kb", tmp_path / "kb.log")],
+            workspace=str(tmp_path),
+        )
+    assert "tools[0]" in str(caught.value)

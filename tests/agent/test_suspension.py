@@ -53,7 +53,8 @@ def test_a_loop_parks_itself_and_resumes_under_the_same_policy(
     assert "deploy" in snap["policy"]["tools"]["deny"]  # the stack travels as one frame
     # the parking call was structural: its assistant turn is answered, nothing dispatched
     last = result.transcript["messages"][-1]
-    assert last["role"] == "tool" and "not executed" in last["content"]
+    assert last["role"] == "tool" and "Suspended: waiting for the PR" in last["content"]
+    assert snap["messages"][-1] == last  # the snapshot's history answers the call too
 
     async def resume() -> dict[str, Any]:
         pool = WorkerPool()

@@ -17,6 +17,7 @@ from .sessions import SessionHook, open_store
 from .skills import skills_hook
 from .suspension import SuspensionHook
 from .tools import Tool
+from .toolsets import check_unique
 from .turn_review import review_hooks
 
 
@@ -55,5 +56,6 @@ async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.Asyn
     narrowing = narrowing_hook(options.get("tool_surface_narrowing"))
     if narrowing is not None:
         run.hooks.add(narrowing)
+    check_unique(tools, run.cfg.tools)  # before any hook starts: a clash is a set-up error
     run.all_tools = tools
     await run.hooks.on_start(run, stack)

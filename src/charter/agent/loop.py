@@ -23,6 +23,7 @@ from . import surface
 from .callers import LlmCaller
 from .completion import completion_gates
 from .delegation import delegate_tool
+from .directives import apply_directive
 from .dispatch import Dispatcher, ToolOutcome
 from .extensions import install_extensions
 from .hooks import CombinedHooks
@@ -48,7 +49,6 @@ from .textmode import (
     DEFAULT_SENTINEL,
     has_tool_call_tags,
     parse_tool_calls,
-    render_tool_result,
     visible,
 )
 from .tools import Tool, as_tools
@@ -734,37 +734,8 @@ class _Run:
         calls: list[ToolCallRequest],
         native: bool,
     ) -> str | None:
-        """Carry out a ``before_dispatch`` objection; a stop reason when the loop ends."""
-        action = directive.get("action")
-        feedback = directive.get("feedback")
-        if action == "replace":
-            # the model regenerates this turn; a rewrite is a new list (see prompt_messages)
-            self.messages = [m for m in self.messages if m is not assistant]
-            self.rewrites += 1
-        elif action in ("retain", "stop"):
-            # the calls stay in the transcript, each answered, so the history stays valid
-            why = "the loop stopped" if action == "stop" else "the step judge rejected it"
-            note = f"[not executed: {why}]"
-            if calls and native:
-                for call in calls:
-                    self.messages.append(
-                        {
-                            "role": "tool",
-                            "tool_call_id": call.id,
-                            "name": call.name,
-                            "content": note,
-                        }
-                    )
-            elif calls:
-                blocks = [render_tool_result(c.name, c.id, note) for c in calls]
-                self.messages.append({"role": "user", "content": "\n".join(blocks)})
-        else:
-            raise AgentOptionError("before_dispatch", f"unknown directive action {action!r}")
-        if action == "stop":
-            return str(directive.get("stop_reason") or "before_dispatch_stop")
-        if feedback:
-            self.messages.append({"role": "user", "content": str(feedback)})
-        return None
+        """Carry out a ``before_dispatch`` objection (:mod:`charter.agent.directives`)."""
+        return apply_directive(self, directive, assistant, calls, native)
 
     def iterations_left(self) -> int:
         """Iterations the current budget allows after the current one."""
@@ -829,6 +800,20 @@ class _Run:
 
 
 async def _execute(
+    prompt: str, system: str | None, options: Mapping[str, Any]
+) -> tuple[AgentResult, _Run]:
+    try:
+        return await _execute_in_stack(prompt, system, options)
+    except BaseExceptionGroup as group:  # raised through MCP transports' task groups
+        from .mcp import single_error
+
+        error = single_error(group)
+        if error is group:
+            raise
+        raise error from group
+
+
+async def _execute_in_stack(
     prompt: str, system: str | None, options: Mapping[str, Any]
 ) -> tuple[AgentResult, _Run]:
     cfg = _Config(options)

@@ -17,6 +17,7 @@ names no ``side_effect_level`` keeps the level derived from the MCP annotations.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -103,34 +104,63 @@ async def connect_servers(
     :class:`McpServerError` naming it (not the transport's bare task-group error).
     """
     tools: list[Tool] = []
-    for spec in _spec_list(servers):
-        name = canonical_name(str(spec["name"]))
-        if not decide_current_resource("mcp_servers", name).allowed:
-            continue  # dispatch_mcp: a denied server is filtered out, never started
-        trusted = spec.get("trusted", False)
-        if not isinstance(trusted, bool):
-            raise ValueError(f"mcp_servers: server {name!r}: 'trusted' must be true or false")
-        given = spec.get("transport", "http" if spec.get("url") else "stdio")
-        transport = _TRANSPORTS.get(str(given))
-        if transport is None:
-            raise ValueError(f"mcp_servers: unknown transport {given!r}")
-        try:
-            async with contextlib.AsyncExitStack() as attempt:
-                session, listing = await _open(spec, transport, attempt)
-                opened = attempt.pop_all()  # connected: the caller's stack closes it
-        except Exception as exc:
-            where = spec.get("url") if transport == "http" else spec.get("command")
-            leaf = _first_leaf(exc)
-            raise McpServerError(
-                f"mcp_servers: server {name!r} ({where}) failed to start: "
-                f"{type(leaf).__name__}: {leaf}"
-            ) from leaf
-        stack.push_async_exit(opened)
-        overrides = spec.get("annotations") or {}
-        for mcp_tool in listing.tools:
-            override = overrides.get(mcp_tool.name)
-            tools.append(_wrap(session, name, mcp_tool, override, trusted))
+    failure: McpServerError | None = None
+    # The servers of this call are closed here when one fails, and the error raised only
+    # after they are: raised while they were open, it would leave through their transports'
+    # task groups and arrive wrapped in nested ExceptionGroups (``except McpServerError``
+    # would miss it).
+    async with contextlib.AsyncExitStack() as connected:
+        for spec in _spec_list(servers):
+            name = canonical_name(str(spec["name"]))
+            if not decide_current_resource("mcp_servers", name).allowed:
+                continue  # dispatch_mcp: a denied server is filtered out, never started
+            trusted = spec.get("trusted", False)
+            if not isinstance(trusted, bool):
+                raise ValueError(f"mcp_servers: server {name!r}: 'trusted' must be true or false")
+            given = spec.get("transport", "http" if spec.get("url") else "stdio")
+            transport = _TRANSPORTS.get(str(given))
+            if transport is None:
+                raise ValueError(f"mcp_servers: unknown transport {given!r}")
+            try:
+                async with contextlib.AsyncExitStack() as attempt:
+                    session, listing = await _open(spec, transport, attempt)
+                    opened = attempt.pop_all()  # connected: closed with the others
+            except Exception as exc:
+                where = spec.get("url") if transport == "http" else spec.get("command")
+                leaf = _first_leaf(exc)
+                failure = McpServerError(
+                    f"mcp_servers: server {name!r} ({where}) failed to start: "
+                    f"{type(leaf).__name__}: {leaf}"
+                )
+                failure.__cause__ = leaf
+                break
+            connected.push_async_exit(opened)
+            overrides = spec.get("annotations") or {}
+            for mcp_tool in listing.tools:
+                override = overrides.get(mcp_tool.name)
+                tools.append(_wrap(session, name, mcp_tool, override, trusted))
+        if failure is None:
+            stack.push_async_exit(connected.pop_all())  # the caller's stack closes them
+    if failure is not None:
+        raise failure
     return tools
+
+
+def single_error(group: BaseExceptionGroup[Any]) -> BaseException:
+    """The one error inside (possibly nested) exception groups, else the group itself.
+
+    An error raised while MCP transports are open leaves through their task groups
+    (anyio wraps it once per group); a caller should see the error it would have seen
+    without them. Cancellations the groups add on the way are not errors of their own."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        elif not isinstance(exc, asyncio.CancelledError):
+            leaves.append(exc)
+    return leaves[0] if len(leaves) == 1 else group
 
 
 async def _open(

@@ -27,7 +27,7 @@ from charter.policy import Policy
 from .options import AgentOptionError
 from .subagents import _jsonable, sub_agent_request, sub_agent_transcript
 from .tools import Tool
-from .workers import _POOL, WorkerPool, spawn_request
+from .workers import _POOL, Worker, WorkerPool, spawn_request
 
 SNAPSHOT_VERSION = 1
 INITIATORS = ("self", "parent", "operator", "triggered")
@@ -60,13 +60,36 @@ async def suspend_agent(
         worker.task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await worker.task
+    target = write_snapshot(worker, reason, initiator, None, interrupted=interrupted, path=path)
+    last = worker.result
+    return {
+        "status": "suspended",
+        "handle": worker.handle(),
+        "reason": reason,
+        "initiator": initiator,
+        "conditions": None,
+        "iterations_completed": int(((last or {}).get("llm") or {}).get("iterations", 0)),
+        "snapshot_path": str(target),
+    }
+
+
+def write_snapshot(
+    worker: Worker,
+    reason: str,
+    initiator: str,
+    conditions: Mapping[str, Any] | None,
+    *,
+    interrupted: bool = False,
+    path: str | os.PathLike[str] | None = None,
+) -> Path:
+    """Persist ``worker`` at its last completed cycle (``worker.status`` becomes
+    ``suspended``); the file :func:`resume_agent` reads. Used by :func:`suspend_agent`
+    (a parent or an operator parks the worker) and by a worker that parked itself."""
     last = worker.result
     messages: list[Any] = []
-    iterations = 0
     if last and last.get("transcript"):
         full = sub_agent_transcript(last["transcript"]) or {}
         messages = [m for m in full.get("messages", []) if _jsonable(m)]
-        iterations = int((last.get("llm") or {}).get("iterations", 0))
     req = worker.request
     snapshot = {
         "version": SNAPSHOT_VERSION,
@@ -75,6 +98,7 @@ async def suspend_agent(
         "status": "suspended",
         "reason": reason,
         "initiator": initiator,
+        "conditions": None if conditions is None else dict(conditions),
         "task": req.task,
         "pending_task": req.task if interrupted else None,
         "system": req.system,
@@ -95,15 +119,7 @@ async def suspend_agent(
     tmp.write_text(json.dumps(snapshot, indent=2))
     tmp.replace(target)
     worker.status = "suspended"
-    return {
-        "status": "suspended",
-        "handle": worker.handle(),
-        "reason": reason,
-        "initiator": initiator,
-        "conditions": None,
-        "iterations_completed": iterations,
-        "snapshot_path": str(target),
-    }
+    return target
 
 
 def load_snapshot(path: str | os.PathLike[str]) -> dict[str, Any]:

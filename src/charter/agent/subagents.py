@@ -340,6 +340,10 @@ def _envelope(
             "category": str(error.get("category") or status),
             "message": str(error.get("message") or result.stop_reason or status),
         }
+    if status == "suspended":  # the child parked itself: how to resume it
+        for key in ("handle", "reason", "initiator", "conditions", "iterations_completed"):
+            if key in result.extras:
+                env[key] = result.extras[key]
     denial = _first_denial(result)
     if denial is not None and "error" not in env:
         decision = denial.get("decision") or {}

@@ -152,11 +152,20 @@ class SuspensionHook(LoopHook):
             )
         except AgentOptionError:
             return None  # dispatched: the handler reports the error to the model
+        from .directives import answer_messages
         from .snapshots import SNAPSHOT_VERSION, default_dir
+        from .workers import current_worker_id
 
-        worker_id = f"worker_{uuid.uuid4().hex[:12]}"
+        # a worker parks under its own id (its pool rewrites the snapshot with all it knows)
+        worker_id = current_worker_id(run.cfg.session_id) or f"worker_{uuid.uuid4().hex[:12]}"
         target = (self.directory or default_dir()) / f"{worker_id}.json"
-        messages = [m for m in run.messages if _jsonable(m)]
+        # Every call of the parking turn is answered, in the snapshot as in the transcript:
+        # a resumed loop resends this history, and the providers refuse a tool call
+        # without its result (OpenAI: 400; Anthropic: tool_use without tool_result).
+        answers = {call.id: f"Suspended: {request['reason']}. You are resumed from here."}
+        native = bool(run.messages and run.messages[-1].get("tool_calls"))
+        answered = answer_messages(calls, native, "[not executed: the loop suspended]", answers)
+        messages = [m for m in [*run.messages, *answered] if _jsonable(m)]
         snapshot = {
             "version": SNAPSHOT_VERSION,
             "id": worker_id,
@@ -193,7 +202,15 @@ class SuspensionHook(LoopHook):
             }
         )
         run.event("agent_suspended", iteration=iteration, reason=request["reason"])
-        return {"action": "stop", "stop_reason": "await_resumption", "status": "suspended"}
+        return {
+            "action": "stop",
+            "stop_reason": "await_resumption",
+            "status": "suspended",
+            "answers": {
+                **{c.id: "[not executed: the loop suspended]" for c in calls},
+                **answers,
+            },
+        }
 
 
 def _jsonable(value: Any) -> bool:

@@ -127,6 +127,16 @@ class WorkerPool:
 _POOL = WorkerPool()
 #: The worker whose task is running in this context (``None`` outside workers).
 _CURRENT: ContextVar[str | None] = ContextVar("charter_current_worker", default=None)
+#: The session id of that worker's own loop.
+_CURRENT_SESSION: ContextVar[str | None] = ContextVar("charter_worker_session", default=None)
+
+
+def current_worker_id(session_id: str | None = None) -> str | None:
+    """The id of the worker running in this context (``None`` outside workers); with
+    ``session_id``, only when that is the worker's own loop (not a sub-agent it runs)."""
+    if session_id is not None and _CURRENT_SESSION.get() != session_id:
+        return None
+    return _CURRENT.get()
 
 
 def _parse(config: Mapping[str, Any]) -> tuple[SubAgentRequest, str]:
@@ -181,6 +191,7 @@ def _start(
 
     async def body() -> dict[str, Any]:
         _CURRENT.set(worker.id)  # this task's own context: workers it spawns are its children
+        _CURRENT_SESSION.set(req.session_id)
         try:
             env = await run_request(req, reserved, messages)
         except asyncio.CancelledError:
@@ -197,6 +208,16 @@ def _start(
             env["transcript"]["parent_transcript_id"] = parent_transcript_id
         worker.cycles.append(env)
         worker.status = str(env["status"])
+        if env["status"] == "suspended" and env.get("initiator") == "self":
+            # the worker parked itself: the same snapshot suspend_agent writes, under the
+            # worker's id, so resume_agent(handle, input) finds it (seed 001: the tool
+            # "calls the same suspend path as suspend_agent")
+            from .snapshots import write_snapshot
+
+            target = write_snapshot(
+                worker, str(env.get("reason") or ""), "self", env.get("conditions")
+            )
+            env["handle"] = {"id": worker.id, "snapshot_path": str(target), "mode": "sub_agent"}
         return env
 
     worker.task = asyncio.get_running_loop().create_task(body(), name=f"charter-{worker.id}")
