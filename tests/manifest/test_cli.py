@@ -247,4 +247,9 @@ route = [
 
 def test_template_pack_has_no_unreachable_route_rules() -> None:
     code, out, _ = run("persona", "check", str(EXAMPLES), "--json")
-    assert code == 0 and json.loads(out)["warnings"] == []
+    data = json.loads(out)
+    assert code == 0 and not data["warning_counts"].get("unreachable_route_step")
+    # its one warning is true: PagerDuty's own webhooks are not read by charter's receiver
+    # (the pack's oncall_captain is woken by `charter persona trigger` and evals)
+    assert data["warning_counts"] == {"trigger_not_received": 1}
+    assert "pagerduty.incident_triggered" in data["warnings"][0]

@@ -24,6 +24,7 @@ receipts = "optional"
 eval_packs = ["smoke"]
 """,
     )
+    write(tmp_path / "evals" / "smoke.toml", 'name = "smoke"\n')  # an eval pack needs its file
     manifest = load_manifest(file, include_global=False)
     assert manifest.ok, manifest.errors
     [p] = manifest.personas

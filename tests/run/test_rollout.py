@@ -381,7 +381,8 @@ def test_cohorts_and_percentage_pick_a_stable_arm(tmp_path: Path) -> None:
     ("rollout", "message"),
     [
         ('{ mode = "shadow", cohorts = ["channel:C1"] }', "cohort key 'channel' is not produced"),
-        ('{ mode = "shadow", cohorts = ["acme"] }', "expected KEY:VALUE"),
+        ('{ mode = "shadow", cohorts = ["label:"] }', "expected KEY:VALUE"),
+        ('{ mode = "shadow", cohorts = ["two words"] }', "expected a cohort name"),
         (
             '{ mode = "shadow", promotion = { min_runs = 5, window = "soon" } }',
             "expected a positive duration",

@@ -231,8 +231,12 @@ def check_cmd(ctx: click.Context, path: str | None, as_json: bool) -> None:
         sys.exit(EXIT_FAILED)
     from charter.manifest.routes import unreachable_steps
 
-    warnings = unreachable_steps(manifest.handoff_routes)
-    warnings.extend(policy_warnings(manifest))
+    kinds = [("unreachable_route_step", w) for w in unreachable_steps(manifest.handoff_routes)]
+    kinds.extend(("policy", w) for w in policy_warnings(manifest))
+    # valid constructs charter reads differently or cannot act on (another host's entry
+    # workflow, [package], triggers no receiver delivers): warnings, exit status still 0
+    kinds.extend((w.kind, str(w)) for w in manifest.warnings)
+    warnings = [text for _, text in kinds]
     if as_json:
         emit_json(
             {
@@ -242,14 +246,42 @@ def check_cmd(ctx: click.Context, path: str | None, as_json: bool) -> None:
                 "handoff_routes": [r.id for r in manifest.handoff_routes],
                 "triggers": [t.id for t in manifest.triggers],
                 "warnings": warnings,
+                "warning_details": [w.to_dict() for w in manifest.warnings],
+                "warning_counts": _counts(kinds),
             }
         )
         return
-    for warning in warnings:
-        click.echo(f"warning: {warning}", err=True)
+    for line in grouped_warnings(kinds):
+        click.echo(f"warning: {line}", err=True)
     n = len(manifest.personas)
     where = manifest.manifest_path or "persona folders"
     click.echo(f"ok: {n} persona{'s' if n != 1 else ''} in {where}: {', '.join(manifest.names)}")
+
+
+#: A kind of warning with more than this many is printed as one line with a count.
+WARNINGS_SHOWN = 3
+
+
+def _counts(kinds: list[tuple[str, str]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for kind, _ in kinds:
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def grouped_warnings(kinds: list[tuple[str, str]]) -> list[str]:
+    """Warning lines, in order: a kind seen a few times prints each; a kind repeated more
+    often prints once, its first instance with the count (``--json`` lists them all)."""
+    by_kind: dict[str, list[str]] = {}
+    for kind, text in kinds:
+        by_kind.setdefault(kind, []).append(text)
+    out: list[str] = []
+    for texts in by_kind.values():
+        if len(texts) <= WARNINGS_SHOWN:
+            out.extend(texts)
+        else:
+            out.append(f"{texts[0]} [and {len(texts) - 1} more like it; --json lists all]")
+    return out
 
 
 def policy_warnings(manifest: Manifest) -> list[str]:
@@ -355,6 +387,20 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _entry_line(data: dict[str, Any]) -> str:
+    host = data.get("entry_host", "python")
+    extra = "" if host == "python" else f"  (for another host: {host}; persona run refuses it)"
+    return f"{'entry_workflow:':<16} {data['entry_workflow']}{extra}"
+
+
+def _reasoning_line(model: dict[str, Any]) -> str:
+    effort = model.get("reasoning_effort")
+    if effort is None:
+        return f"{'reasoning:':<16} the agent loop's own policy (reasoning_policy auto)"
+    options = ", ".join(f"{k}={v}" for k, v in model.get("agent_options", {}).items())
+    return f"{'reasoning:':<16} effort {effort} -> agent loop {options}"
+
+
 def render_persona(data: dict[str, Any]) -> str:
     """Plain text for ``persona inspect``."""
     from charter.policy import render_effective
@@ -362,7 +408,6 @@ def render_persona(data: dict[str, Any]) -> str:
     lines = [f"{data['name']} {data['version'] or ''}".rstrip(), f"  {data['description']}", ""]
     for key in (
         "owner",
-        "entry_workflow",
         "autonomy_tier",
         "receipt_policy",
         "tools",
@@ -377,7 +422,32 @@ def render_persona(data: dict[str, Any]) -> str:
         "rollout_policy",
         "package_source",
     ):
+        if key == "owner":
+            lines.append(_entry_line(data))
         lines.append(f"{key + ':':<16} {_fmt(data[key])}")
+        if key == "model_policy":
+            lines.append(_reasoning_line(data["model_policy"]))
+        if key == "rollout_policy" and data[key].get("named_cohorts"):
+            names = ", ".join(data[key]["named_cohorts"])
+            lines.append(
+                f"{'named cohorts:':<16} {names} (work whose metadata says cohort=NAME; "
+                "with names only, all work without a cohort)"
+            )
+    if data.get("capability_tools"):
+        lines.append("capabilities and charter tools:")
+        for cap in data["capability_tools"]:
+            level = cap["side_effect_level"] or "level unknown"
+            if not cap["tools"]:
+                what = "declared, no tool here"
+            elif not cap["tools_allowed"]:
+                what = f"tool here: {', '.join(cap['tools'])} (not in this persona's tools)"
+            elif cap["tools_allowed"] != cap["tools"]:
+                what = f"tool here: {', '.join(cap['tools'])} (allowed: "
+                what += f"{', '.join(cap['tools_allowed'])})"
+            else:
+                what = f"tool here: {', '.join(cap['tools'])}"
+            note = f"; in charter: {cap['note']}" if cap["note"] else ""
+            lines.append(f"  {cap['capability']} [{level}] {what}{note}")
     if data["stages"]:
         lines.append("stages:")
         for s in data["stages"]:

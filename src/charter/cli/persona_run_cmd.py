@@ -259,7 +259,7 @@ def run_cmd(
         run_inbox_in_session,
         session_scope,
     )
-    from charter.run.errors import UnknownPersona
+    from charter.run.errors import ForeignWorkflow, UnknownPersona
     from charter.runtime import EventLogError, PersonaRuntimeError, TriggerError, parse_time
     from charter.runtime import parse_metadata as parse_meta
 
@@ -336,6 +336,8 @@ def run_cmd(
                 output, ok, runs = result.to_dict(), result.ok, [result.to_dict()]
     except ManifestInvalid as exc:
         _fail(str(exc), EXIT_BAD_INPUT, kind="manifest_invalid")
+    except ForeignWorkflow as exc:
+        _fail(str(exc), EXIT_BAD_INPUT, kind="foreign_workflow")
     except UnknownPersona as exc:
         _fail(str(exc), EXIT_BAD_INPUT, kind="unknown_persona")
     except TriggerError as exc:

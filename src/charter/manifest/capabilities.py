@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,18 @@ DEFAULT_HOST_CAPABILITIES: dict[str, tuple[str, ...]] = {
         "merge",
         "rebase",
         "tag",
+        "get_branch",
     ),
-    "project": ("test_commands", "build_commands", "lint_commands", "metadata", "dependencies"),
+    "project": (
+        "test_commands",
+        "build_commands",
+        "lint_commands",
+        "metadata",
+        "dependencies",
+        "scan",
+        "lessons",
+        "scope_test_command",
+    ),
     "process": ("exec", "spawn", "kill"),
     "http": ("get", "post", "request"),
     "github": (
@@ -59,7 +70,71 @@ DEFAULT_HOST_CAPABILITIES: dict[str, tuple[str, ...]] = {
     "human": ("ask", "approve", "notify"),
     "handoff": ("dispatch", "receive"),
     "llm": ("complete", "escalate"),
+    # the operations harn's own personas use (burin-labs/harn personas/*/harn.toml)
+    "interaction": ("ask",),
+    "runtime": ("approved_plan", "dry_run", "pipeline_input", "record_run", "task"),
+    "workspace": ("read_text", "list"),
 }
+
+
+@dataclass(frozen=True, slots=True)
+class CapabilityMeaning:
+    """What one host capability is in charter: its side-effect level, the charter tools
+    that perform it (none: "declared, no tool here"), and where charter does it instead."""
+
+    level: str
+    tools: tuple[str, ...] = ()
+    note: str = ""
+
+
+#: Side-effect level and charter tools of the catalog's operations that have a meaning
+#: here; a capability not listed is declared with no charter tool behind it.
+CAPABILITY_MEANINGS: dict[str, CapabilityMeaning] = {
+    "fs.read": CapabilityMeaning("read_only", ("read",)),
+    "fs.list": CapabilityMeaning("read_only", ("ls", "glob")),
+    "fs.search": CapabilityMeaning("read_only", ("grep", "glob")),
+    "fs.write": CapabilityMeaning("workspace_write", ("write", "edit", "multiedit")),
+    "workspace.read_text": CapabilityMeaning("read_only", ("read",)),
+    "workspace.list": CapabilityMeaning("read_only", ("ls", "glob")),
+    "process.exec": CapabilityMeaning("process_exec", ("bash", "shell")),
+    "http.get": CapabilityMeaning("network", ("webfetch",)),
+    "human.ask": CapabilityMeaning("none", ("ask_user",)),
+    "interaction.ask": CapabilityMeaning("none", ("ask_user",)),
+    "memory.recall": CapabilityMeaning("read_only", ("recall",)),
+    "memory.remember": CapabilityMeaning("workspace_write", ("remember",)),
+    "memory.forget": CapabilityMeaning("workspace_write", ("forget",)),
+    "git.get_branch": CapabilityMeaning(
+        "read_only", note="a bash `git branch --show-current`, decided by the commands policy"
+    ),
+    "git.get_diff": CapabilityMeaning(
+        "read_only", note="a bash `git diff`, decided by the commands policy"
+    ),
+    "project.scan": CapabilityMeaning("read_only", note="the workflow reads the tree (read, glob)"),
+    "project.lessons": CapabilityMeaning("read_only", note="context_packs carry lessons"),
+    "project.scope_test_command": CapabilityMeaning("read_only"),
+    "project.test_commands": CapabilityMeaning("read_only"),
+    "runtime.approved_plan": CapabilityMeaning(
+        "none", note="charter's approval gate (autonomy tier, `charter approve`)"
+    ),
+    "runtime.dry_run": CapabilityMeaning(
+        "none", note="RunContext.dry_run (the shadow / dry_run rollout arms)"
+    ),
+    "runtime.pipeline_input": CapabilityMeaning(
+        "read_only", note="RunContext.trigger (the trigger envelope)"
+    ),
+    "runtime.record_run": CapabilityMeaning(
+        "none", note="charter records every run itself (receipts, receipt_policy)"
+    ),
+    "runtime.task": CapabilityMeaning("none", note="the run's trigger and instructions"),
+}
+
+
+def capability_meaning(capability: str) -> CapabilityMeaning | None:
+    """Level, tools and note of a ``namespace.operation``; ``None`` when charter gives it
+    no meaning (an operation declared in ``[check] host_capabilities``, or a catalog
+    operation no charter tool or run feature performs)."""
+    return CAPABILITY_MEANINGS.get(capability)
+
 
 _CAP_RE = re.compile(r"^(?P<ns>[a-z][a-z0-9_-]*)\.(?P<op>[a-z0-9_*][a-z0-9_*-]*)$")
 

@@ -43,6 +43,38 @@ class ManifestError:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class ManifestWarning:
+    """Something valid that charter reads differently or cannot act on.
+
+    ``kind`` groups warnings of one sort (``persona check`` prints each kind once, with a
+    count): ``foreign_entry``, ``foreign_evals``, ``foreign_table``, ``trigger_not_received``.
+    """
+
+    kind: str
+    manifest_path: str
+    field_path: str
+    message: str
+    line: int | None = None
+    column: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "manifest_path": self.manifest_path,
+            "field_path": self.field_path,
+            "message": self.message,
+            "line": self.line,
+            "column": self.column,
+        }
+
+    def __str__(self) -> str:
+        return str(ManifestError(*self._fields()))
+
+    def _fields(self) -> tuple[str, str, str, int | None, int | None]:
+        return (self.manifest_path, self.field_path, self.message, self.line, self.column)
+
+
 @dataclass(slots=True)
 class Collector:
     """Accumulates :class:`ManifestError` for one source file.
@@ -53,6 +85,11 @@ class Collector:
 
     manifest_path: str
     errors: list[ManifestError] = field(default_factory=list)
+    warnings: list[ManifestWarning] = field(default_factory=list)
+
+    def warn(self, kind: str, field_path: str, message: str) -> None:
+        """Record a warning (never makes the manifest invalid)."""
+        self.warnings.append(ManifestWarning(kind, self.manifest_path, field_path, message))
 
     def add(self, field_path: str, message: str) -> None:
         self.errors.append(ManifestError(self.manifest_path, field_path, message))

@@ -71,6 +71,31 @@ def persona_dirs(root: Path) -> list[Path]:
     return [p for p in entries if p.is_dir() and not p.name.startswith(("_", "."))]
 
 
+#: Persona files a persona root (``.personas/``) may hold next to its folders.
+ROOT_FILE_SUFFIXES = (".json", ".toml")
+
+
+def persona_files_in(root: Path) -> list[Path]:
+    """Standalone persona files directly in a persona root (``.personas/NAME.json``).
+
+    A root that is itself a persona folder holds none (its ``persona.json`` is the
+    folder's).
+    """
+    if (root / "AGENTS.md").is_file():
+        return []
+    try:
+        entries = sorted(root.iterdir())
+    except OSError:
+        return []
+    return [
+        p
+        for p in entries
+        if p.suffix.lower() in ROOT_FILE_SUFFIXES
+        and p.is_file()
+        and not p.name.startswith(("_", "."))
+    ]
+
+
 def describe(agents_md: str) -> str:
     """A one-line description: the first prose line of AGENTS.md, else its first heading."""
     heading = ""

@@ -13,10 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .capabilities import CapabilitySurface, add_declared, load_capabilities_file
-from .discovery import MANIFEST_NAME, find_manifest, find_repo_root, persona_roots
-from .errors import Collector, ManifestError, join
+from .discovery import (
+    FOLDER_ROOT_NAME,
+    MANIFEST_NAME,
+    find_manifest,
+    find_repo_root,
+    persona_roots,
+)
+from .errors import Collector, ManifestError, ManifestWarning, join
 from .fields import convert, read_strings, type_name
-from .folders import FolderPersona, load_folder, persona_dirs
+from .folders import FolderPersona, load_folder, persona_dirs, persona_files_in
 from .model import ErrorScope, Manifest, Persona, PersonaSource
 from .persona import BuildContext, build_persona
 from .source_text import parse_json, parse_toml, read_text, with_positions
@@ -33,6 +39,15 @@ _MANIFEST_KEYS = frozenset(MANIFEST.names)
 _MANIFEST_ONLY = _MANIFEST_KEYS - frozenset(PERSONA.names)
 
 
+#: Package-manager tables of harn.toml: accepted, and what charter does not take from them.
+_PACKAGE_TABLES: dict[str, str] = {
+    "package": "[package] is harn's package metadata (name, version, description): charter "
+    "reads nothing from it and does not build, install or publish packages; a persona's "
+    "provenance is its package_source",
+    "dependencies": "[dependencies] are harn packages: charter does not resolve or install them",
+}
+
+
 class _Run:
     """State of one load: collectors (one per file), source texts, declared names."""
 
@@ -47,6 +62,8 @@ class _Run:
         self.custom_predicates: set[str] = set()
         self.handoff_refs: list[Any] = []
         self.scopes: list[ErrorScope] = []  # which errors belong to which persona
+        #: where `charter persona eval` reads evals/<pack>.toml (the project directory)
+        self.eval_dir: Path | None = None
 
     def collector(self, path: Path | str) -> Collector:
         col = Collector(str(path))
@@ -91,6 +108,19 @@ class _Run:
             out.extend(with_positions(col.errors, text) if text else col.errors)
         return tuple(out)
 
+    def warnings(self) -> tuple[ManifestWarning, ...]:
+        out: list[ManifestWarning] = []
+        for col in self.collectors:
+            text = self.texts.get(col.manifest_path)
+            for warning in col.warnings:
+                if text and warning.field_path:
+                    [placed] = with_positions(
+                        [ManifestError(col.manifest_path, warning.field_path, "")], text
+                    )
+                    warning = dataclasses.replace(warning, line=placed.line, column=placed.column)
+                out.append(warning)
+        return tuple(out)
+
 
 def load_manifest(
     path: str | os.PathLike[str] | None = None,
@@ -127,7 +157,8 @@ def load_manifest(
             if (target / MANIFEST_NAME).is_file():
                 manifest_file = target / MANIFEST_NAME
                 shown = str(manifest_file)
-            elif (target / "AGENTS.md").is_file():
+            elif (target / "AGENTS.md").is_file() or target.name == FOLDER_ROOT_NAME:
+                # a persona folder, or a .personas/ root itself (folders and persona files)
                 extra_roots.append((target, "explicit"))
             else:
                 persona_files = sorted(p for p in target.glob("*.toml") if p.is_file())
@@ -143,21 +174,27 @@ def load_manifest(
             project_dir = find_repo_root(base) or base
             shown = None
 
+    run.eval_dir = project_dir
     if manifest_file is not None:
         _load_file(run, manifest_file)
     for file in persona_files:
-        _load_persona_file(run, file)
+        _load_file(run, file)  # a harn.toml-style manifest ([[personas]]) or one persona
 
     project_dirs = [project_dir]
     repo = find_repo_root(project_dir)
     if repo is not None and repo != project_dir:
         project_dirs.append(repo)
-    roots = extra_roots + persona_roots(
-        project_dirs,
-        env=env,
-        home=Path(home) if home is not None else None,
-        include_global=include_global,
-    )
+    explicit = {root.resolve() for root, _ in extra_roots}
+    roots = extra_roots + [
+        (root, origin)
+        for root, origin in persona_roots(
+            project_dirs,
+            env=env,
+            home=Path(home) if home is not None else None,
+            include_global=include_global,
+        )
+        if root.resolve() not in explicit  # `--manifest .personas` is that root already
+    ]
     _load_folders(run, roots)
 
     if (
@@ -195,6 +232,7 @@ def load_manifest(
         handoff_routes=tuple(routes),
         triggers=tuple(triggers),
         errors=run.errors(),
+        warnings=run.warnings(),
         persona_roots=tuple((str(p), origin) for p, origin in roots),
         root=str(project_dir),
         scopes=tuple(run.scopes),
@@ -228,7 +266,7 @@ def _load_persona_file(run: _Run, file: Path) -> None:
 
 def _build_standalone(run: _Run, col: Collector, data: dict[str, Any], file: Path) -> None:
     first = run.declare(data, col, "")
-    ctx = BuildContext(run.surface, file.parent, run.handoff_refs)
+    ctx = BuildContext(run.surface, file.parent, run.eval_dir, run.handoff_refs)
     persona = build_persona(data, "", col, ctx, PersonaSource("persona_file", str(file)))
     if persona is not None and first:
         run.personas.append(persona)
@@ -244,7 +282,9 @@ def _table_list(data: dict[str, Any], key: str, col: Collector, what: str) -> li
 
 def _load_manifest_table(run: _Run, col: Collector, data: dict[str, Any], file: Path) -> None:
     for key in data:
-        if key not in _MANIFEST_KEYS:
+        if key in _PACKAGE_TABLES:
+            col.warn("foreign_table", key, _PACKAGE_TABLES[key])
+        elif key not in _MANIFEST_KEYS:
             # charter.toml is shared with other sections; only near-misses are errors.
             close = _close_matches(key, MANIFEST.names, n=1, cutoff=0.8)
             if close:
@@ -254,7 +294,7 @@ def _load_manifest_table(run: _Run, col: Collector, data: dict[str, Any], file: 
         ok, check = convert(data["check"], MANIFEST.lookup["check"], "check", col)
         if ok:
             _apply_check(run, check, col, base_dir)
-    ctx = BuildContext(run.surface, base_dir, run.handoff_refs)
+    ctx = BuildContext(run.surface, base_dir, run.eval_dir, run.handoff_refs)
     personas = _table_list(data, "personas", col, "persona")
     firsts = [run.declare(item, col, f"personas[{i}]") for i, item in enumerate(personas)]
     for i, item in enumerate(personas):
@@ -352,6 +392,7 @@ def _load_folders(run: _Run, roots: list[tuple[Path, str]]) -> None:
     shadowed: dict[str, list[PersonaSource]] = {}
     order: list[str] = []
     for root, origin in roots:
+        _load_root_files(run, root, origin)
         for folder in persona_dirs(root):
             name = folder.name
             if name in winners or name in shadowed:
@@ -386,6 +427,27 @@ def _load_folders(run: _Run, roots: list[tuple[Path, str]]) -> None:
             run.declared[name] = winner.source.path
     for name in shadowed:
         run.declared.setdefault(name, "persona folder")
+
+
+def _load_root_files(run: _Run, root: Path, origin: str) -> None:
+    """Persona files (``*.json``, ``*.toml``) directly in a persona root such as ``.personas/``.
+
+    In the project's own roots they are declared like any persona (a second declaration of
+    a name is an error); in CHARTER_PERSONA_PATHS and ``~/.personas`` a name the project
+    (or an earlier root) already declares is left to it, as folders are.
+    """
+    for file in persona_files_in(root):
+        if origin in ("project", "explicit"):
+            _load_persona_file(run, file)
+            continue
+        col, data = run.read_toml(file)
+        if data is None:
+            continue
+        name = data.get("name")
+        if isinstance(name, str) and name.strip() in run.declared:
+            run.collectors.remove(col)  # shadowed: the nearer declaration wins
+            continue
+        _build_standalone(run, col, data, file)
 
 
 def _close_matches(word: str, possibilities: Any, n: int, cutoff: float) -> list[str]:

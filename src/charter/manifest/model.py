@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from charter.policy import Frame, Policy, Rules, mcp_tools_follow_servers
 
-from .errors import ManifestError
+from .errors import ManifestError, ManifestWarning
 from .spec import AutonomyTier, ReceiptPolicy
 from .syntax import EntryWorkflow, HandoffTarget, TriggerName
 
@@ -71,17 +71,42 @@ class RuntimeSettings:
 
 @dataclass(frozen=True, slots=True)
 class ModelPolicy:
+    """Default / escalation / fallback models and the reasoning effort of their calls."""
+
     default_model: str | None = None
     escalation_model: str | None = None
     fallback_models: tuple[str, ...] = ()
+    #: ``none`` | ``minimal`` | ``low`` | ``medium`` | ``high`` | ``xhigh`` (harn writes
+    #: ``reasoning_effort`` or ``effort``); ``None``: the agent loop's own policy (auto)
+    reasoning_effort: str | None = None
+
+    def agent_options(self) -> dict[str, str]:
+        """The agent-loop options the effort maps onto (``charter.agent.reasoning``).
+
+        The persona's effort is a *policy*, not a caller's choice: it becomes
+        ``reasoning_policy`` (``none`` -> ``off``), which the loop fits to what the model
+        supports, and a workflow's own ``reasoning_effort`` / ``thinking`` on one call
+        still wins over it.
+        """
+        if self.reasoning_effort is None:
+            return {}
+        if self.reasoning_effort == "none":
+            return {"reasoning_policy": "off"}
+        return {"reasoning_policy": self.reasoning_effort}
 
 
 @dataclass(frozen=True, slots=True)
 class RolloutPolicy:
     mode: str | None = None
     percentage: float | None = None
+    #: ``KEY:VALUE`` filters on trigger metadata and named cohorts (bare names), as written
     cohorts: tuple[str, ...] = ()
     promotion: Promotion | None = None
+
+    @property
+    def named_cohorts(self) -> tuple[str, ...]:
+        """The cohorts written as bare names (``merge-captain-v1``)."""
+        return tuple(c for c in self.cohorts if ":" not in c)
 
 
 SourceKind = Literal["manifest", "persona_file", "folder"]
@@ -254,6 +279,8 @@ class Manifest:
     handoff_routes: tuple[HandoffRoute, ...] = ()
     triggers: tuple[TriggerSpec, ...] = ()
     errors: tuple[ManifestError, ...] = ()
+    #: valid constructs charter reads differently or cannot act on (``persona check``)
+    warnings: tuple[ManifestWarning, ...] = ()
     persona_roots: tuple[tuple[str, str], ...] = ()  # (directory, origin), precedence order
     root: str | None = None
     scopes: tuple[ErrorScope, ...] = ()

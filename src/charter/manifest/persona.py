@@ -26,9 +26,17 @@ from .cron import cron_error
 from .errors import Collector, join
 from .fields import read_table
 from .model import Budget, ModelPolicy, Persona, PersonaSource, RuntimeSettings
+from .reach import unreceived
 from .rollout import build_rollout
 from .spec import PERSONA, AutonomyTier, ReceiptPolicy
-from .syntax import HandoffTarget, check_name, parse_entry, parse_target, parse_trigger
+from .syntax import (
+    EntryWorkflow,
+    HandoffTarget,
+    check_name,
+    parse_entry,
+    parse_target,
+    parse_trigger,
+)
 
 if TYPE_CHECKING:
     from .workflow_model import PackageSource, Stage
@@ -40,6 +48,8 @@ class BuildContext:
 
     surface: CapabilitySurface
     base_dir: Path  # entry_workflow paths are relative to the declaring file's directory
+    #: where ``charter persona eval`` looks for ``evals/<pack>.toml`` (None: not checked)
+    eval_dir: Path | None = None
     #: (field path, target) of every handoff, checked once all persona names are known.
     handoff_refs: list[tuple[Collector, str, HandoffTarget]] = field(default_factory=list)
 
@@ -83,6 +93,10 @@ def build_persona(
         parsed = parse_entry(checked["entry_workflow"])
         if isinstance(parsed, str):
             col.add(join(path, key), parsed)
+        elif not parsed.runnable:
+            # another host's workflow: valid, not ours to open or run (persona run refuses it)
+            entry = parsed
+            col.warn("foreign_entry", join(path, key), parsed.foreign_message)
         else:
             entry = parsed
             if parsed.path is not None and not (ctx.base_dir / parsed.path).is_file():
@@ -111,6 +125,8 @@ def build_persona(
             col.add(join(join(path, "triggers"), i), trig)
         else:
             triggers.append(trig)
+            if why := unreceived(trig):
+                col.warn("trigger_not_received", join(join(path, "triggers"), i), why)
 
     schedules = []
     for i, raw in checked.get("schedules", ()):
@@ -129,6 +145,7 @@ def build_persona(
             handoffs.append(target)
             ctx.handoff_refs.append((col, item_path, target))
 
+    _check_evals(checked, "eval_packs" if "eval_packs" in data else "evals", entry, path, col, ctx)
     stages = _stages(checked.get("stages", []), tools, join(path, "stages"), col)
     policy = None
     if "policy" in checked:
@@ -169,6 +186,7 @@ def build_persona(
             model.get("default_model"),
             model.get("escalation_model"),
             tuple(v for _, v in model.get("fallback_models", ())),
+            model.get("reasoning_effort"),
         ),
         rollout_policy=rollout_policy,
         package_source=package_source,
@@ -176,6 +194,42 @@ def build_persona(
         policy=policy,
         sources=(source,),
     )
+
+
+def _check_evals(
+    checked: dict[str, Any],
+    key: str,
+    entry: EntryWorkflow | None,
+    path: str,
+    col: Collector,
+    ctx: BuildContext,
+) -> None:
+    """Each eval pack needs its file, where ``charter persona eval`` will look for it.
+
+    Another host's persona keeps its evals in that host's layout: a warning, not an error.
+    """
+    evals = checked.get("evals", ())
+    if not evals:
+        return
+    if entry is not None and not entry.runnable:
+        names = ", ".join(v for _, v in evals)
+        col.warn(
+            "foreign_evals",
+            join(path, key),
+            f"eval packs ({names}) belong to another host ({entry.host}); "
+            "`charter persona eval` runs only charter eval files (evals/<pack>.toml)",
+        )
+        return
+    if ctx.eval_dir is None:
+        return
+    for i, name in evals:
+        file = ctx.eval_dir / "evals" / f"{name}.toml"
+        if not file.is_file():
+            col.add(
+                join(join(path, key), i),
+                f"eval pack {name!r} has no eval file (expected {str(file)!r}, where "
+                "`charter persona eval` reads it)",
+            )
 
 
 def _tool_known(tool: str, persona_tools: tuple[str, ...] | None) -> bool:

@@ -27,6 +27,39 @@ def _stage(stage: Stage) -> dict[str, Any]:
     }
 
 
+def capability_tools(persona: Persona) -> list[dict[str, Any]]:
+    """Each declared capability: its side-effect level, the charter tools behind it, which
+    of those the persona's effective policy allows, and ``declared, no tool here`` when
+    no charter tool performs it."""
+    from charter.policy import decide_resource
+
+    from .capabilities import capability_meaning
+
+    frames = [persona.frame()]
+    out: list[dict[str, Any]] = []
+    for cap in persona.capabilities or ():
+        meaning = capability_meaning(cap)
+        tools = list(meaning.tools) if meaning is not None else []
+        allowed = [t for t in tools if decide_resource("tools", t, frames).allowed]
+        if not tools:
+            status = "declared, no tool here"
+        elif allowed:
+            status = "tool here"
+        else:
+            status = "tool here, not in this persona's tools"
+        out.append(
+            {
+                "capability": cap,
+                "side_effect_level": meaning.level if meaning is not None else None,
+                "tools": tools,
+                "tools_allowed": allowed,
+                "status": status,
+                "note": (meaning.note or None) if meaning is not None else None,
+            }
+        )
+    return out
+
+
 def persona_to_dict(persona: Persona, manifest: Manifest | None = None) -> dict[str, Any]:
     """Everything about a persona; with ``manifest``, also its routes and trigger bindings."""
     out: dict[str, Any] = {
@@ -35,8 +68,11 @@ def persona_to_dict(persona: Persona, manifest: Manifest | None = None) -> dict[
         "description": persona.description,
         "owner": persona.owner,
         "entry_workflow": persona.entry_workflow.raw,
+        # "python", or the host that runs it ("harn": `persona run` refuses it)
+        "entry_host": persona.entry_workflow.host,
         "tools": list(persona.tools) if persona.tools is not None else None,
         "capabilities": list(persona.capabilities) if persona.capabilities is not None else None,
+        "capability_tools": capability_tools(persona),
         "autonomy_tier": persona.autonomy_tier.value,
         "receipt_policy": persona.receipt_policy.value,
         "triggers": [str(t) for t in persona.triggers],
@@ -50,11 +86,15 @@ def persona_to_dict(persona: Persona, manifest: Manifest | None = None) -> dict[
             "default_model": persona.model_policy.default_model,
             "escalation_model": persona.model_policy.escalation_model,
             "fallback_models": list(persona.model_policy.fallback_models),
+            "reasoning_effort": persona.model_policy.reasoning_effort,
+            # what the run's agent loop receives (charter.agent.reasoning)
+            "agent_options": persona.model_policy.agent_options(),
         },
         "rollout_policy": {
             "mode": persona.rollout_policy.mode,
             "percentage": persona.rollout_policy.percentage,
             "cohorts": list(persona.rollout_policy.cohorts),
+            "named_cohorts": list(persona.rollout_policy.named_cohorts),
             "promotion": dataclasses.asdict(persona.rollout_policy.promotion)
             if persona.rollout_policy.promotion
             else None,

@@ -1,9 +1,16 @@
 """``rollout_policy``: cohorts, the promotion window, and the checks seed 003 leaves to us.
 
-A cohort is ``KEY:VALUE`` on the metadata of the work's trigger (``repository:org/repo``,
-``label:bug``, ``author:alice``, ``channel:C0123``). A cohort must name a key that one of
-the persona's triggers produces: a cohort nothing can match would silently put no work in
-the rollout.
+A cohort is either a filter or a name:
+
+- ``KEY:VALUE`` on the metadata of the work's trigger (``repository:org/repo``,
+  ``label:bug``, ``author:alice``, ``channel:C0123``). It must name a key that one of the
+  persona's triggers produces: a cohort nothing can match would silently put no work in
+  the rollout.
+- a bare name (``merge-captain-v1``, as harn writes them): a *named cohort*. Work belongs
+  to it when its trigger metadata says ``cohort=merge-captain-v1``; and when a persona's
+  cohorts are all names, work whose metadata names no cohort belongs to the first of them
+  (the names label the persona's rollout, so the percentage alone selects). Work whose
+  metadata names another cohort is outside. See :func:`matching_cohort`.
 """
 
 from __future__ import annotations
@@ -28,6 +35,10 @@ COHORT_KEYS: dict[str, tuple[str, ...]] = {
     "pagerduty": ("service", "urgency", "priority"),
 }
 
+#: The metadata key that names a work's cohort (``--metadata cohort=merge-captain-v1``).
+COHORT_KEY = "cohort"
+_COHORT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@/+-]*$")
+
 _WINDOW_RE = re.compile(r"^\s*(\d+)\s*([hdw])\s*$")
 _WINDOW_UNITS = {"h": "hours", "d": "days", "w": "weeks"}
 
@@ -41,15 +52,44 @@ def parse_window(text: str) -> timedelta:
 
 
 def parse_cohort(text: str) -> tuple[str, str]:
-    """``KEY:VALUE`` -> ``(key, value)``; ``ValueError`` otherwise."""
+    """``KEY:VALUE`` -> ``(key, value)``; a named cohort ``NAME`` -> ``("cohort", NAME)``;
+    ``ValueError`` otherwise."""
     key, sep, value = text.partition(":")
     key, value = key.strip().lower(), value.strip()
-    if not sep or not key or not value:
+    if not sep:
+        name = text.strip()
+        if _COHORT_NAME_RE.match(name):
+            return COHORT_KEY, name
         raise ValueError(
-            f"expected KEY:VALUE on trigger metadata (e.g. repository:org/repo, label:bug), "
+            f"expected a cohort name (letters, digits, '-', '_', '.', e.g. merge-captain-v1) "
+            f"or KEY:VALUE on trigger metadata (e.g. repository:org/repo, label:bug), "
             f"got {text!r}"
         )
+    if not key or not value:
+        raise ValueError(
+            f"expected KEY:VALUE on trigger metadata (e.g. repository:org/repo, label:bug) "
+            f"or a cohort name (e.g. merge-captain-v1), got {text!r}"
+        )
     return key, value
+
+
+def matching_cohort(cohorts: Iterable[str], values: Mapping[str, Iterable[str]]) -> str | None:
+    """The first cohort this work belongs to, given its trigger metadata ``values``
+    (every value each key takes; compared case-insensitively).
+
+    A filter ``KEY:VALUE`` matches a value of KEY; a named cohort matches
+    ``cohort=NAME``. When every cohort is named and the work names none, it belongs to
+    the first (the names label the persona's rollout).
+    """
+    cohorts = list(cohorts)
+    for cohort in cohorts:
+        key, wanted = parse_cohort(cohort)
+        if any(v.lower() == wanted.lower() for v in values.get(key, ())):
+            return cohort
+    named_only = bool(cohorts) and all(":" not in c for c in cohorts)
+    if named_only and not any(values.get(COHORT_KEY, ())):
+        return cohorts[0]
+    return None
 
 
 def cohort_keys(triggers: Iterable[TriggerName]) -> tuple[set[str], bool]:
@@ -82,6 +122,10 @@ def build_rollout(
             key, _ = parse_cohort(raw)
         except ValueError as exc:
             col.add(item, str(exc))
+            continue
+        if key == COHORT_KEY:
+            # a named cohort (or cohort:NAME): any work can name it, scheduled work too
+            cohorts.append(raw)
             continue
         if not triggers:
             col.add(
@@ -118,4 +162,12 @@ def build_rollout(
     return RolloutPolicy(checked.get("mode"), checked.get("percentage"), tuple(cohorts), promotion)
 
 
-__all__ = ["COHORT_KEYS", "build_rollout", "cohort_keys", "parse_cohort", "parse_window"]
+__all__ = [
+    "COHORT_KEY",
+    "COHORT_KEYS",
+    "build_rollout",
+    "cohort_keys",
+    "matching_cohort",
+    "parse_cohort",
+    "parse_window",
+]

@@ -54,6 +54,11 @@ ROLLOUT_MODES: tuple[str, ...] = (
     "full",
 )
 
+#: ``model_policy.reasoning_effort`` (alias ``effort``): the agent loop's effort levels
+#: (``charter.agent.reasoning.EFFORTS``; a test keeps the two equal). ``none`` turns
+#: reasoning off; a level becomes the run's ``reasoning_policy`` (see :class:`ModelPolicy`).
+REASONING_EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh")
+
 #: Kinds of explicit ``[[triggers]]`` entries.
 TRIGGER_KINDS: tuple[str, ...] = ("webhook", "schedule", "poll", "manual")
 
@@ -169,6 +174,15 @@ MODEL_POLICY = TableSpec(
         Field("default_model", "string", "Model used by default (keep it cheap)."),
         Field("escalation_model", "string", "Model used on explicit escalation."),
         Field("fallback_models", "strings", "Models tried in order when the default fails."),
+        Field(
+            "reasoning_effort",
+            "enum",
+            "Reasoning effort of the persona's model calls: none turns reasoning off, a "
+            "level is the agent loop's reasoning_policy (a call's own reasoning_effort or "
+            "thinking still wins).",
+            aliases=("effort",),
+            choices=REASONING_EFFORTS,
+        ),
     ),
 )
 
@@ -214,7 +228,10 @@ ROLLOUT_POLICY = TableSpec(
             "cohorts",
             "strings",
             "KEY:VALUE selectors on trigger metadata (repository:org/repo, label:bug, "
-            "author:alice, channel:C123); only matching work is in the rollout.",
+            "author:alice, channel:C123), or named cohorts (merge-captain-v1: work whose "
+            "metadata says cohort=merge-captain-v1; with names only, all work without a "
+            "cohort in its metadata belongs to the first); only matching work is in the "
+            "rollout.",
         ),
         Field("promotion", "table", PROMOTION.doc, table=PROMOTION),
     ),
@@ -272,7 +289,8 @@ PERSONA = TableSpec(
             "entry_workflow",
             "string",
             "Python target run when the persona executes: path/to/module.py:function or "
-            "package.module:function.",
+            "package.module:function; a harn workflow (path/file.harn#function) is accepted "
+            "for another host, which `charter persona run` cannot execute.",
             required=True,
             aliases=("entry",),
         ),

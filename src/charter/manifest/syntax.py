@@ -19,6 +19,9 @@ _IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 _ENTRY_RE = re.compile(
     rf"^(?:(?P<path>[^:\s]+\.py)|(?P<module>{_IDENT}(?:\.{_IDENT})*)):(?P<func>{_IDENT}(?:\.{_IDENT})*)$"
 )
+#: Workflows of other hosts charter recognises: ``path/file.<ext>#function`` -> host.
+FOREIGN_HOSTS: dict[str, str] = {"harn": "harn"}
+_FOREIGN_RE = re.compile(rf"^(?P<path>[^#\s]+\.(?P<ext>[A-Za-z0-9]+))#(?P<func>{_IDENT})$")
 _TRIGGER_RE = re.compile(r"^(?P<provider>[a-z][a-z0-9_-]*)\.(?P<event>[a-z0-9_][a-z0-9_.-]*)$")
 _EVENT_RE = re.compile(r"^[a-z0-9_][a-z0-9_.-]*$")
 _HUMAN_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]*$")
@@ -38,12 +41,27 @@ def check_name(name: str) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class EntryWorkflow:
-    """A Python target: ``path/to/module.py:function`` or ``package.module:function``."""
+    """A Python target (``path/to/module.py:function`` or ``package.module:function``), or
+    a workflow of another host (``manifest.harn#run``: ``host`` names it)."""
 
     raw: str
     function: str
     module: str | None = None
     path: str | None = None
+    host: str = "python"
+
+    @property
+    def runnable(self) -> bool:
+        """Whether charter can execute it (a Python target)."""
+        return self.host == "python"
+
+    @property
+    def foreign_message(self) -> str:
+        """What ``check`` warns and ``persona run`` refuses with, for another host's entry."""
+        return (
+            f"entry_workflow {self.raw!r} is for another host ({self.host}); "
+            "`persona run` cannot execute it"
+        )
 
     def __str__(self) -> str:
         return self.raw
@@ -52,12 +70,16 @@ class EntryWorkflow:
 def parse_entry(raw: str) -> EntryWorkflow | str:
     """Parse an entry workflow; a message on failure."""
     m = _ENTRY_RE.match(raw)
-    if not m:
-        return (
-            "expected a Python target 'path/to/module.py:function' or "
-            f"'package.module:function', got {raw!r}"
-        )
-    return EntryWorkflow(raw, m["func"], module=m["module"], path=m["path"])
+    if m:
+        return EntryWorkflow(raw, m["func"], module=m["module"], path=m["path"])
+    foreign = _FOREIGN_RE.match(raw)
+    if foreign and foreign["ext"].lower() in FOREIGN_HOSTS:
+        host = FOREIGN_HOSTS[foreign["ext"].lower()]
+        return EntryWorkflow(raw, foreign["func"], path=foreign["path"], host=host)
+    return (
+        "expected a Python target 'path/to/module.py:function' or "
+        f"'package.module:function' (or a harn workflow 'file.harn#function'), got {raw!r}"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -270,6 +270,9 @@ class RunContext:
             "tool_caller": self._gate.middleware,
             "llm_caller": self._router.caller(provider),
             "workspace": str(self.workspace),
+            # model_policy.reasoning_effort, as the loop's reasoning_policy; the
+            # workflow's own options below override it
+            **self.model_policy.agent_options(),
         }
         opts.update(options)
         result = await agent_loop_async(

@@ -643,7 +643,7 @@ def _park(
 
 def resume_parked_in_session(session: Session, name: str) -> list[RunResult]:
     """Take up every parked run of ``name`` whose approval has been decided (replay)."""
-    persona = session.persona(name)
+    persona = session.runnable_persona(name)
     runtime = session.runtime
     results: list[RunResult] = []
     for parked in list(runtime.state(name).parked.values()):
@@ -755,7 +755,7 @@ def _run_in_session(
     schedule: bool,
     work_key: str | None,
 ) -> RunResult:
-    persona = session.persona(name)
+    persona = session.runnable_persona(name)
     runtime = session.runtime
     options = session.options
     at = options.clock()()
@@ -863,7 +863,7 @@ def _started_metadata(
 
 def run_handoff_in_session(session: Session, name: str, handoff_id: str) -> RunResult:
     """Run an inbox handoff; its ``policy_override`` replaces the persona's policy."""
-    persona = session.persona(name)
+    persona = session.runnable_persona(name)
     runtime = session.runtime
     at = session.options.clock()()
     item = next((h for h in runtime.state(name).inbox if h["handoff_id"] == handoff_id), None)
@@ -887,7 +887,7 @@ def run_handoff_in_session(session: Session, name: str, handoff_id: str) -> RunR
 
 def run_inbox_in_session(session: Session, name: str) -> list[RunResult]:
     """Run every handoff waiting in ``name``'s inbox, oldest first."""
-    session.persona(name)
+    session.runnable_persona(name)
     items = list(session.runtime.state(name).inbox)
     return [run_handoff_in_session(session, name, h["handoff_id"]) for h in items]
 
@@ -936,7 +936,7 @@ def _queue_executor(
     session: Session, name: str, clock: Callable[[], datetime], runs: list[RunResult]
 ) -> Callable[[RunReceipt, dict[str, Any]], RunReceipt]:
     """Run a drained queue item's entry workflow, collecting its result in ``runs``."""
-    persona = session.persona(name)
+    persona = session.runnable_persona(name)
 
     def execute(receipt: RunReceipt, item: dict[str, Any]) -> RunReceipt:
         if item.get("provider"):

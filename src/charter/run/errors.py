@@ -19,6 +19,11 @@ class ManifestInvalid(RunError):
     """The manifest does not validate; a persona never runs under a charter that fails checks."""
 
 
+class ForeignWorkflow(RunError):
+    """The persona's entry workflow is for another host (``manifest.harn#run``): charter
+    cannot execute it, so nothing is admitted (exit 2 from the CLI)."""
+
+
 class WorkflowLoadError(RunError):
     """The entry workflow or a context pack cannot be loaded."""
 

@@ -34,6 +34,8 @@ def persona_dir(persona: Persona, fallback: Path | None = None) -> Path:
 def load_workflow(persona: Persona, base: Path) -> Callable[..., Any]:
     """Import ``module.py:function`` (relative to ``base``) or ``package.module:function``."""
     entry = persona.entry_workflow
+    if not entry.runnable:  # never import another host's file as Python
+        raise WorkflowLoadError(f"persona {persona.name!r}: {entry.foreign_message}")
     if entry.path is not None:
         path = (base / entry.path).resolve()
         if not path.is_file():

@@ -7,7 +7,8 @@ retry of the same work lands in the same arm:
 
 - the bucket is ``sha256(work_key)`` into 100 buckets; work is in the rollout when its
   bucket is below ``percentage`` (no percentage: all work);
-- with cohorts, the work must also match one (``KEY:VALUE`` on the trigger metadata).
+- with cohorts, the work must also match one (``KEY:VALUE`` on the trigger metadata, or a
+  named cohort: ``cohort=NAME`` in the metadata, or any work when all cohorts are names).
 
 ``canary`` reads the other way round: the selected work is the canary and runs at the
 declared tier, the rest stays in shadow. Either way, the arm whose tier the rollout mode
@@ -21,7 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from charter.manifest import RolloutPolicy, parse_cohort
+from charter.manifest import RolloutPolicy
+from charter.manifest.rollout import matching_cohort as _matching_cohort
 
 from .outcomes import dig
 
@@ -100,12 +102,9 @@ def cohort_values(
 
 
 def matching_cohort(cohorts: Iterable[str], values: Mapping[str, set[str]]) -> str | None:
-    """The first cohort the work matches (values compare case-insensitively)."""
-    for cohort in cohorts:
-        key, wanted = parse_cohort(cohort)
-        if any(v.lower() == wanted.lower() for v in values.get(key, ())):
-            return cohort
-    return None
+    """The first cohort the work matches: ``KEY:VALUE`` filters and named cohorts, as
+    :func:`charter.manifest.rollout.matching_cohort` defines them."""
+    return _matching_cohort(cohorts, values)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from charter.runtime import (
 from charter.runtime.clock import utc_now
 
 from .approvals import Approver
-from .errors import ManifestInvalid, RunError, UnknownPersona
+from .errors import ForeignWorkflow, ManifestInvalid, RunError, UnknownPersona
 from .prices import PriceTable, load_prices
 
 LLM_ENV = "CHARTER_LLM"
@@ -108,6 +108,14 @@ class Session:
         if persona is None:
             known = ", ".join(self.manifest.names) or "none"
             raise UnknownPersona(f"unknown persona {name!r}; known personas: {known}")
+        return persona
+
+    def runnable_persona(self, name: str) -> Persona:
+        """:meth:`persona`, refusing one whose entry workflow is for another host before
+        any work is admitted (:class:`ForeignWorkflow`)."""
+        persona = self.persona(name)
+        if not persona.entry_workflow.runnable:
+            raise ForeignWorkflow(f"persona {name!r}: {persona.entry_workflow.foreign_message}")
         return persona
 
     def close(self) -> None:
