@@ -639,3 +639,59 @@ def test_eval_names_without_eval_files_fail_check(tmp_path: Path) -> None:
     assert "eval pack 'deep' has no eval file" in err["message"]
     write(tmp_path / "evals" / "deep.toml", 'name = "deep"\n')
     assert charter("persona", "check", str(file)).returncode == 0
+
+
+# -- serve: another host's persona is left out of the fleet's runs -------------------------
+
+WATCHER = """
+[[personas]]
+name = "watcher"
+description = "Watches pull requests."
+entry_workflow = "flow.py:run"
+tools = ["read"]
+autonomy_tier = "suggest"
+receipt_policy = "optional"
+triggers = ["github.pr_opened"]
+"""
+
+
+def _fleet(tmp_path: Path) -> Path:
+    root = tmp_path / "fleet"
+    write(root / "charter.toml", MERGE_CAPTAIN + WATCHER)
+    write(root / "flow.py", 'def run(ctx):\n    return {"ok": True}\n')
+    return root
+
+
+def test_serve_fires_no_schedule_of_another_hosts_persona(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from charter.run.serve import Supervisor
+
+    root = _fleet(tmp_path)
+    at = datetime(2026, 11, 28, 12, 10, tzinfo=UTC)  # merge_captain's */10 is due
+    session = open_session(RunOptions(manifest=root, state_dir=root / "state", at=at))
+    lines: list[str] = []
+    try:
+        supervisor = Supervisor(session, log_line=lines.append)
+        assert supervisor.tick(at) == []
+        assert session.runtime.status("merge_captain", now=at).to_dict()["last_run"] is None
+    finally:
+        session.close()
+    assert lines == [
+        "persona merge_captain left out: entry_workflow 'manifest.harn#run' is for another "
+        "host (harn); `persona run` cannot execute it"
+    ]
+
+
+def test_serve_accepts_no_webhook_work_for_another_hosts_persona(tmp_path: Path) -> None:
+    from charter.run.serve import Server
+
+    root = _fleet(tmp_path)
+    body = json.dumps(_pr("opened")[1]).encode()
+    server = Server(RunOptions(manifest=root, state_dir=root / "state"), port=0,
+                    log_line=lambda _line: None)  # fmt: skip
+    try:
+        status, answer = server.accept_webhook("github", body, {"x-github-event": "pull_request"})
+    finally:
+        server.stop()
+    assert status == 202 and answer["personas"] == ["watcher"]
