@@ -64,6 +64,7 @@ class _Run:
         self.scopes: list[ErrorScope] = []  # which errors belong to which persona
         #: where `charter persona eval` reads evals/<pack>.toml (the project directory)
         self.eval_dir: Path | None = None
+        self.eval_files: dict[str, bool] = {}
 
     def collector(self, path: Path | str) -> Collector:
         col = Collector(str(path))
@@ -266,7 +267,9 @@ def _load_persona_file(run: _Run, file: Path) -> None:
 
 def _build_standalone(run: _Run, col: Collector, data: dict[str, Any], file: Path) -> None:
     first = run.declare(data, col, "")
-    ctx = BuildContext(run.surface, file.parent, run.eval_dir, run.handoff_refs)
+    ctx = BuildContext(
+        run.surface, file.parent, run.eval_dir, run.eval_files, handoff_refs=run.handoff_refs
+    )
     persona = build_persona(data, "", col, ctx, PersonaSource("persona_file", str(file)))
     if persona is not None and first:
         run.personas.append(persona)
@@ -294,7 +297,9 @@ def _load_manifest_table(run: _Run, col: Collector, data: dict[str, Any], file: 
         ok, check = convert(data["check"], MANIFEST.lookup["check"], "check", col)
         if ok:
             _apply_check(run, check, col, base_dir)
-    ctx = BuildContext(run.surface, base_dir, run.eval_dir, run.handoff_refs)
+    ctx = BuildContext(
+        run.surface, base_dir, run.eval_dir, run.eval_files, handoff_refs=run.handoff_refs
+    )
     personas = _table_list(data, "personas", col, "persona")
     firsts = [run.declare(item, col, f"personas[{i}]") for i, item in enumerate(personas)]
     for i, item in enumerate(personas):

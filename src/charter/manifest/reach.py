@@ -12,6 +12,8 @@ payloads, so the two cannot drift.
 
 from __future__ import annotations
 
+import functools
+
 from .syntax import TriggerName
 
 #: Kind prefixes the receiver groups into families, per provider (a persona declaring
@@ -211,6 +213,7 @@ def _in_family(provider: str, kind: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=1024)  # a fleet repeats its trigger names
 def unreceived(trigger: TriggerName) -> str | None:
     """Why charter's webhook receiver never delivers ``trigger``; ``None`` when it does."""
     provider, kind = trigger.provider, trigger.event
