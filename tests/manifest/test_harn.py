@@ -695,3 +695,11 @@ def test_serve_accepts_no_webhook_work_for_another_hosts_persona(tmp_path: Path)
     finally:
         server.stop()
     assert status == 202 and answer["personas"] == ["watcher"]
+
+
+def test_persona_eval_refuses_another_hosts_persona(tmp_path: Path) -> None:
+    file = harn_file(tmp_path, "merge_captain")
+    proc = charter("persona", "--manifest", str(file), "eval", "merge_captain", "--json")
+    assert proc.returncode == 2
+    error = json.loads(proc.stdout)["error"]
+    assert error["kind"] == "foreign_workflow" and "another host (harn)" in error["message"]
