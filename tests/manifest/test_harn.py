@@ -708,3 +708,35 @@ def test_persona_eval_refuses_another_hosts_persona(tmp_path: Path) -> None:
     assert proc.returncode == 2
     error = json.loads(proc.stdout)["error"]
     assert error["kind"] == "foreign_workflow" and "another host (harn)" in error["message"]
+
+
+def test_the_kind_tables_are_what_the_receiver_produces() -> None:
+    """Every GitHub event/action, Linear type/action and Slack event the receiver turns
+    into a kind is one ``unreceived`` calls delivered, and a persona declaring it is woken."""
+    from charter.manifest.reach import (
+        GITHUB_ACTIONS,
+        GITHUB_EVENTS,
+        LINEAR_KINDS,
+        SLACK_EVENTS,
+        unreceived,
+    )
+    from charter.manifest.syntax import TriggerName
+    from charter.runtime.triggers import declares_trigger, github_kind, linear_kind, slack_kind
+
+    produced: list[tuple[str, str | None]] = []
+    for event in GITHUB_EVENTS:
+        for action in (*GITHUB_ACTIONS.get(event, ()), None):
+            body: dict[str, Any] = {"action": action} if action else {}
+            produced.append(("github", github_kind(event, body)))
+    produced.append(("github", github_kind("check_run", {"check_run": {"conclusion": "failure"}})))
+    produced.append(("github", github_kind("pull_request", {"action": "closed",
+                                                             "pull_request": {"merged": True}})))  # fmt: skip
+    for kind in ("Issue", "Comment"):
+        for action in ("create", "update", "remove"):
+            produced.append(("linear", linear_kind({"type": kind, "action": action})))
+    produced.extend(("linear", linear_kind({"type": t})) for t in LINEAR_KINDS if "_" not in t)
+    produced.extend(("slack", slack_kind({"event": {"type": t}})) for t in SLACK_EVENTS)
+    for provider, kind in produced:
+        assert kind is not None
+        assert unreceived(TriggerName(provider, kind)) is None, (provider, kind)
+        assert declares_trigger([f"{provider}.{kind}"], provider, kind)
