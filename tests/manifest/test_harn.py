@@ -740,3 +740,26 @@ def test_the_kind_tables_are_what_the_receiver_produces() -> None:
         assert kind is not None
         assert unreceived(TriggerName(provider, kind)) is None, (provider, kind)
         assert declares_trigger([f"{provider}.{kind}"], provider, kind)
+
+
+def test_other_files_in_personas_are_left_alone(project: Path) -> None:
+    write(project / ".personas" / "triager.json", json.dumps(JSON_PERSONA))
+    write(project / ".personas" / "settings.json", json.dumps({"theme": "dark"}))
+    write(project / ".personas" / "tool.toml", 'color = "blue"\n')
+    manifest = load_manifest(cwd=project, include_global=False)
+    assert manifest.ok, manifest.errors
+    assert manifest.names == ("triager",)
+
+
+def test_a_broken_home_persona_file_leaves_the_project_working(
+    project: Path, tmp_path: Path
+) -> None:
+    write(project / ".personas" / "triager.json", json.dumps(JSON_PERSONA))
+    home = tmp_path / "home"
+    write(home / ".personas" / "broken.json", '{"name": "broken", "tools": [')
+    write(home / ".personas" / "nameless.json", json.dumps({"description": "no name"}))
+    loaded = load_manifest(cwd=project, home=home)
+    assert not loaded.ok  # `persona check` still reports them
+    fleet, invalid = loaded.split_invalid()
+    assert fleet.ok and fleet.names == ("triager",)
+    assert set(invalid) == {"broken", "nameless"}

@@ -37,6 +37,8 @@ _MANIFEST_KEYS = frozenset(MANIFEST.names)
 #: Of those, the keys a persona file cannot have (``triggers`` is both: a persona's trigger
 #: names, a manifest's ``[[triggers]]`` tables).
 _MANIFEST_ONLY = _MANIFEST_KEYS - frozenset(PERSONA.names)
+#: Keys that make a file in a persona root a persona file.
+_PERSONA_KEYS = frozenset(PERSONA.lookup)
 
 
 #: Package-manager tables of harn.toml: accepted, and what charter does not take from them.
@@ -437,19 +439,28 @@ def _load_folders(run: _Run, roots: list[tuple[Path, str]]) -> None:
 def _load_root_files(run: _Run, root: Path, origin: str) -> None:
     """Persona files (``*.json``, ``*.toml``) directly in a persona root such as ``.personas/``.
 
-    In the project's own roots they are declared like any persona (a second declaration of
-    a name is an error); in CHARTER_PERSONA_PATHS and ``~/.personas`` a name the project
-    (or an earlier root) already declares is left to it, as folders are.
+    A file with no persona field at its top (another tool's settings) is not a persona
+    and is left alone. Problems in a persona file belong to that persona (named by the
+    file when it names none), so one broken file leaves the others working. In the
+    project's own roots a second declaration of a name is an error; in
+    CHARTER_PERSONA_PATHS and ``~/.personas`` a name the project (or an earlier root)
+    already declares is left to it, as folders are.
     """
     for file in persona_files_in(root):
-        if origin in ("project", "explicit"):
-            _load_persona_file(run, file)
-            continue
         col, data = run.read_toml(file)
+        name = data.get("name") if data is not None else None
+        if data is not None and not _PERSONA_KEYS & set(data):
+            run.collectors.remove(col)
+            continue
+        if not isinstance(name, str):
+            run.scopes.append(ErrorScope(file.stem, str(file)))
         if data is None:
             continue
-        name = data.get("name")
-        if isinstance(name, str) and name.strip() in run.declared:
+        if (
+            origin not in ("project", "explicit")
+            and isinstance(name, str)
+            and name.strip() in run.declared
+        ):
             run.collectors.remove(col)  # shadowed: the nearer declaration wins
             continue
         _build_standalone(run, col, data, file)
