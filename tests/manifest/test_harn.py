@@ -746,6 +746,8 @@ def test_other_files_in_personas_are_left_alone(project: Path) -> None:
     write(project / ".personas" / "triager.json", json.dumps(JSON_PERSONA))
     write(project / ".personas" / "settings.json", json.dumps({"theme": "dark"}))
     write(project / ".personas" / "tool.toml", 'color = "blue"\n')
+    # a persona.json fragment an `include` may name (../base.json) is not a persona either
+    write(project / ".personas" / "base.json", json.dumps({"policy": {"tools": ["read"]}}))
     manifest = load_manifest(cwd=project, include_global=False)
     assert manifest.ok, manifest.errors
     assert manifest.names == ("triager",)

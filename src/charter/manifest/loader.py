@@ -26,7 +26,7 @@ from .folders import FolderPersona, load_folder, persona_dirs, persona_files_in
 from .model import ErrorScope, Manifest, Persona, PersonaSource
 from .persona import BuildContext, build_persona
 from .source_text import parse_json, parse_toml, read_text, with_positions
-from .spec import MANIFEST, PERSONA
+from .spec import MANIFEST, PERSONA, PERSONA_JSON_KEYS
 from .syntax import TARGET_FORMS
 
 if TYPE_CHECKING:
@@ -37,8 +37,9 @@ _MANIFEST_KEYS = frozenset(MANIFEST.names)
 #: Of those, the keys a persona file cannot have (``triggers`` is both: a persona's trigger
 #: names, a manifest's ``[[triggers]]`` tables).
 _MANIFEST_ONLY = _MANIFEST_KEYS - frozenset(PERSONA.names)
-#: Keys that make a file in a persona root a persona file.
-_PERSONA_KEYS = frozenset(PERSONA.lookup)
+#: Keys that make a file in a persona root a persona file (not a persona.json fragment
+#: pulled in by ``include``, which has only defaults, mcpServers, policy, ...).
+_PERSONA_KEYS = frozenset(PERSONA.lookup) - frozenset(PERSONA_JSON_KEYS)
 
 
 #: Package-manager tables of harn.toml: accepted, and what charter does not take from them.
