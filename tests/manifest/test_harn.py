@@ -765,3 +765,22 @@ def test_a_broken_home_persona_file_leaves_the_project_working(
     fleet, invalid = loaded.split_invalid()
     assert fleet.ok and fleet.names == ("triager",)
     assert set(invalid) == {"broken", "nameless"}
+
+
+def test_explicit_webhook_triggers_are_checked_against_the_receiver(tmp_path: Path) -> None:
+    text = (
+        MERGE_CAPTAIN
+        + """
+[[triggers]]
+id = "merge-captain-sync"
+kind = "webhook"
+provider = "github"
+match = { events = ["pr_synchronize", "pr_synchronized"] }
+handler = "persona://merge_captain"
+"""
+    )
+    manifest = load_manifest(write(tmp_path / "harn.toml", text), include_global=False)
+    assert manifest.ok, manifest.errors
+    warned = [w.field_path for w in manifest.warnings if w.kind == "trigger_not_received"]
+    assert "triggers[0].match.events[1]" in warned  # pr_synchronized: never delivered
+    assert "triggers[0].match.events[0]" not in warned  # pr_synchronize: GitHub's own
