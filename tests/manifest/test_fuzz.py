@@ -140,3 +140,31 @@ def test_random_persona_json(tmp_path: Path, policy: dict[str, Any]) -> None:
     (d / "AGENTS.md").write_text("# p\n")
     (d / "persona.json").write_text(json.dumps({"policy": policy}, allow_nan=True))
     _check(d)
+
+
+def _fields() -> list[Any]:
+    from charter.manifest.spec import BUDGET, MODEL_POLICY, ROLLOUT_POLICY, RUNTIME
+
+    return [f for spec in (PERSONA, BUDGET, MODEL_POLICY, ROLLOUT_POLICY, RUNTIME)
+            for f in spec.fields if f.kind in ("string", "enum", "number", "integer")]  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.sampled_from(_fields()), scalars)
+def test_read_tables_fast_path_agrees_with_convert(field: Any, value: Any) -> None:
+    """read_table's shortcut for valid scalars gives exactly what convert gives."""
+    from charter.manifest.errors import Collector
+    from charter.manifest.fields import convert, read_table
+    from charter.manifest.spec import TableSpec
+
+    spec = TableSpec("t", "one field", (field,))
+    fast, slow = Collector("m"), Collector("m")
+    table = read_table({field.name: value}, spec, "p", fast)
+    ok, converted = convert(value, field, f"p.{field.name}", slow)
+    assert table is not None
+    assert (field.name in table) is ok
+    if ok:
+        got = table[field.name]
+        assert type(got) is type(converted)
+        assert got == converted or (math.isnan(got) and math.isnan(converted))
+    assert fast.errors == slow.errors

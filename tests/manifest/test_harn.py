@@ -198,7 +198,7 @@ model_policy = { default_model = "mock", escalation_model = "mock", fallback_mod
 HARN_MANIFESTS: dict[str, tuple[str, dict[str, int]]] = {
     "merge_captain": (
         MERGE_CAPTAIN,
-        {"foreign_table": 1, "foreign_entry": 1, "trigger_not_received": 1, "foreign_evals": 1},
+        {"foreign_table": 1, "foreign_entry": 1, "trigger_not_received": 2, "foreign_evals": 1},
     ),
     "oncall_captain": (
         ONCALL_CAPTAIN,
@@ -206,7 +206,7 @@ HARN_MANIFESTS: dict[str, tuple[str, dict[str, int]]] = {
     ),
     "review_captain": (
         REVIEW_CAPTAIN,
-        {"foreign_table": 1, "foreign_entry": 1, "foreign_evals": 1},
+        {"foreign_table": 1, "foreign_entry": 1, "trigger_not_received": 1, "foreign_evals": 1},
     ),
     "ship_captain": (
         SHIP_CAPTAIN,
@@ -485,8 +485,11 @@ def _pr(action: str) -> tuple[str, dict[str, Any]]:
 #: whether charter's receiver delivers it)
 RECEIVER_CASES: dict[str, tuple[str, str | None, dict[str, Any], bool]] = {
     "github.pr_opened": ("github", *_pr("opened"), True),
-    "github.pr_synchronized": ("github", *_pr("synchronize"), True),
-    "github.pull_request_synchronized": ("github", *_pr("synchronize"), True),
+    # GitHub's action is synchronize: charter's kind is pr_synchronize, matched exactly
+    "github.pr_synchronized": ("github", *_pr("synchronize"), False),
+    "github.pull_request_synchronized": ("github", *_pr("synchronize"), False),
+    "github.pr_synchronize": ("github", *_pr("synchronize"), True),
+    "github.pull_request": ("github", *_pr("synchronize"), True),  # a whole family
     "github.review_requested": ("github", *_pr("review_requested"), True),
     "github.check_failed": (
         "github",
@@ -560,6 +563,8 @@ def test_each_trigger_warning_matches_what_the_receiver_does(tmp_path: Path, tri
     names, _ = match_personas(manifest, provider, webhook_kind(provider, event, body), body)
     assert (names == ["fixer"]) is delivered
     if provider in ("github", "slack", "pagerduty"):
+        if "synchronized" in trigger:  # the warning names the spelling that is delivered
+            assert "the nearest it delivers is github.pr_synchronize" in warned[0].message
         # a provider's own webhook: warned exactly when the receiver does not deliver it
         assert bool(warned) is not delivered, [str(w) for w in warned]
     else:
@@ -639,3 +644,143 @@ def test_eval_names_without_eval_files_fail_check(tmp_path: Path) -> None:
     assert "eval pack 'deep' has no eval file" in err["message"]
     write(tmp_path / "evals" / "deep.toml", 'name = "deep"\n')
     assert charter("persona", "check", str(file)).returncode == 0
+
+
+# -- serve: another host's persona is left out of the fleet's runs -------------------------
+
+WATCHER = """
+[[personas]]
+name = "watcher"
+description = "Watches pull requests."
+entry_workflow = "flow.py:run"
+tools = ["read"]
+autonomy_tier = "suggest"
+receipt_policy = "optional"
+triggers = ["github.pr_opened"]
+"""
+
+
+def _fleet(tmp_path: Path) -> Path:
+    root = tmp_path / "fleet"
+    write(root / "charter.toml", MERGE_CAPTAIN + WATCHER)
+    write(root / "flow.py", 'def run(ctx):\n    return {"ok": True}\n')
+    return root
+
+
+def test_serve_fires_no_schedule_of_another_hosts_persona(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from charter.run.serve import Supervisor
+
+    root = _fleet(tmp_path)
+    at = datetime(2026, 11, 28, 12, 10, tzinfo=UTC)  # merge_captain's */10 is due
+    session = open_session(RunOptions(manifest=root, state_dir=root / "state", at=at))
+    lines: list[str] = []
+    try:
+        supervisor = Supervisor(session, log_line=lines.append)
+        assert supervisor.tick(at) == []
+        assert session.runtime.status("merge_captain", now=at).to_dict()["last_run"] is None
+    finally:
+        session.close()
+    assert lines == [
+        "persona merge_captain left out: entry_workflow 'manifest.harn#run' is for another "
+        "host (harn); `persona run` cannot execute it"
+    ]
+
+
+def test_serve_accepts_no_webhook_work_for_another_hosts_persona(tmp_path: Path) -> None:
+    from charter.run.serve import Server
+
+    root = _fleet(tmp_path)
+    body = json.dumps(_pr("opened")[1]).encode()
+    server = Server(RunOptions(manifest=root, state_dir=root / "state"), port=0,
+                    log_line=lambda _line: None)  # fmt: skip
+    try:
+        status, answer = server.accept_webhook("github", body, {"x-github-event": "pull_request"})
+    finally:
+        server.stop()
+    assert status == 202 and answer["personas"] == ["watcher"]
+
+
+def test_persona_eval_refuses_another_hosts_persona(tmp_path: Path) -> None:
+    file = harn_file(tmp_path, "merge_captain")
+    proc = charter("persona", "--manifest", str(file), "eval", "merge_captain", "--json")
+    assert proc.returncode == 2
+    error = json.loads(proc.stdout)["error"]
+    assert error["kind"] == "foreign_workflow" and "another host (harn)" in error["message"]
+
+
+def test_the_kind_tables_are_what_the_receiver_produces() -> None:
+    """Every GitHub event/action, Linear type/action and Slack event the receiver turns
+    into a kind is one ``unreceived`` calls delivered, and a persona declaring it is woken."""
+    from charter.manifest.reach import (
+        GITHUB_ACTIONS,
+        GITHUB_EVENTS,
+        LINEAR_KINDS,
+        SLACK_EVENTS,
+        unreceived,
+    )
+    from charter.manifest.syntax import TriggerName
+    from charter.runtime.triggers import declares_trigger, github_kind, linear_kind, slack_kind
+
+    produced: list[tuple[str, str | None]] = []
+    for event in GITHUB_EVENTS:
+        for action in (*GITHUB_ACTIONS.get(event, ()), None):
+            body: dict[str, Any] = {"action": action} if action else {}
+            produced.append(("github", github_kind(event, body)))
+    produced.append(("github", github_kind("check_run", {"check_run": {"conclusion": "failure"}})))
+    produced.append(("github", github_kind("pull_request", {"action": "closed",
+                                                             "pull_request": {"merged": True}})))  # fmt: skip
+    for kind in ("Issue", "Comment"):
+        for action in ("create", "update", "remove"):
+            produced.append(("linear", linear_kind({"type": kind, "action": action})))
+    produced.extend(("linear", linear_kind({"type": t})) for t in LINEAR_KINDS if "_" not in t)
+    produced.extend(("slack", slack_kind({"event": {"type": t}})) for t in SLACK_EVENTS)
+    for provider, kind in produced:
+        assert kind is not None
+        assert unreceived(TriggerName(provider, kind)) is None, (provider, kind)
+        assert declares_trigger([f"{provider}.{kind}"], provider, kind)
+
+
+def test_other_files_in_personas_are_left_alone(project: Path) -> None:
+    write(project / ".personas" / "triager.json", json.dumps(JSON_PERSONA))
+    write(project / ".personas" / "settings.json", json.dumps({"theme": "dark"}))
+    write(project / ".personas" / "tool.toml", 'color = "blue"\n')
+    # a persona.json fragment an `include` may name (../base.json) is not a persona either
+    write(project / ".personas" / "base.json", json.dumps({"policy": {"tools": ["read"]}}))
+    manifest = load_manifest(cwd=project, include_global=False)
+    assert manifest.ok, manifest.errors
+    assert manifest.names == ("triager",)
+
+
+def test_a_broken_home_persona_file_leaves_the_project_working(
+    project: Path, tmp_path: Path
+) -> None:
+    write(project / ".personas" / "triager.json", json.dumps(JSON_PERSONA))
+    home = tmp_path / "home"
+    write(home / ".personas" / "broken.json", '{"name": "broken", "tools": [')
+    write(home / ".personas" / "nameless.json", json.dumps({"description": "no name"}))
+    loaded = load_manifest(cwd=project, home=home)
+    assert not loaded.ok  # `persona check` still reports them
+    fleet, invalid = loaded.split_invalid()
+    assert fleet.ok and fleet.names == ("triager",)
+    assert set(invalid) == {"broken", "nameless"}
+
+
+def test_explicit_webhook_triggers_are_checked_against_the_receiver(tmp_path: Path) -> None:
+    text = (
+        MERGE_CAPTAIN
+        + """
+[[triggers]]
+id = "merge-captain-sync"
+kind = "webhook"
+provider = "github"
+match = { events = ["pr_synchronize", "pr_synchronized"] }
+handler = "persona://merge_captain"
+"""
+    )
+    manifest = load_manifest(write(tmp_path / "harn.toml", text), include_global=False)
+    assert manifest.ok, manifest.errors
+    warned = [w.field_path for w in manifest.warnings if w.kind == "trigger_not_received"]
+    assert "triggers[0].match.events[1]" in warned  # pr_synchronized: never delivered
+    assert "triggers[0].match.events[0]" not in warned  # pr_synchronize: GitHub's own

@@ -200,9 +200,12 @@ def check_cmd(ctx: click.Context, path: str | None, as_json: bool) -> None:
     project; without it the personas the other commands see are checked, including
     CHARTER_PERSONA_PATHS and ~/.personas.
     """
-    from charter.manifest import load_manifest
+    from charter.cli import gc_paused
 
-    manifest = load_manifest(path, include_global=False) if path is not None else load_selected(ctx)
+    # loading builds many small objects and frees none of them: the cyclic collector's
+    # passes over them are about a sixth of a 1,000-persona check (benchmarks/manifest_check.py)
+    with gc_paused():
+        manifest, warnings = _check_results(ctx, path)
     if manifest.errors:
         report_errors(manifest, as_json)
     if manifest.manifest_path is None and not manifest.personas:
@@ -229,14 +232,6 @@ def check_cmd(ctx: click.Context, path: str | None, as_json: bool) -> None:
         else:
             click.echo(f"error: {message}", err=True)
         sys.exit(EXIT_FAILED)
-    from charter.manifest.routes import unreachable_steps
-
-    kinds = [("unreachable_route_step", w) for w in unreachable_steps(manifest.handoff_routes)]
-    kinds.extend(("policy", w) for w in policy_warnings(manifest))
-    # valid constructs charter reads differently or cannot act on (another host's entry
-    # workflow, [package], triggers no receiver delivers): warnings, exit status still 0
-    kinds.extend((w.kind, str(w)) for w in manifest.warnings)
-    warnings = [text for _, text in kinds]
     if as_json:
         emit_json(
             {
@@ -245,17 +240,34 @@ def check_cmd(ctx: click.Context, path: str | None, as_json: bool) -> None:
                 "personas": list(manifest.names),
                 "handoff_routes": [r.id for r in manifest.handoff_routes],
                 "triggers": [t.id for t in manifest.triggers],
-                "warnings": warnings,
+                "warnings": [text for _, text in warnings],
                 "warning_details": [w.to_dict() for w in manifest.warnings],
-                "warning_counts": _counts(kinds),
+                "warning_counts": _counts(warnings),
             }
         )
         return
-    for line in grouped_warnings(kinds):
+    for line in grouped_warnings(warnings):
         click.echo(f"warning: {line}", err=True)
     n = len(manifest.personas)
     where = manifest.manifest_path or "persona folders"
     click.echo(f"ok: {n} persona{'s' if n != 1 else ''} in {where}: {', '.join(manifest.names)}")
+
+
+def _check_results(ctx: click.Context, path: str | None) -> tuple[Manifest, list[tuple[str, str]]]:
+    """The manifest ``check`` looks at, and its warnings as ``(kind, text)`` (none when
+    it has errors)."""
+    from charter.manifest import load_manifest
+    from charter.manifest.routes import unreachable_steps
+
+    manifest = load_manifest(path, include_global=False) if path is not None else load_selected(ctx)
+    if manifest.errors:
+        return manifest, []
+    kinds = [("unreachable_route_step", w) for w in unreachable_steps(manifest.handoff_routes)]
+    kinds.extend(("policy", w) for w in policy_warnings(manifest))
+    # valid constructs charter reads differently or cannot act on (another host's entry
+    # workflow, [package], triggers no receiver delivers): warnings, exit status still 0
+    kinds.extend((w.kind, str(w)) for w in manifest.warnings)
+    return manifest, kinds
 
 
 #: A kind of warning with more than this many is printed as one line with a count.
@@ -289,11 +301,16 @@ def policy_warnings(manifest: Manifest) -> list[str]:
     from charter.policy import BUILTIN_TOOLS, unknown_tool_names
 
     out: list[str] = []
+    typos_of: dict[Any, list[str]] = {}  # personas share tool lists: look each up once
     for p in manifest.personas:
         out.extend(f"persona {p.name}: {note}" for note in p.policy_notes)
         # custom tools (registered by workflows) are fine: report only likely typos
-        typos = unknown_tool_names(p.effective_policy, BUILTIN_TOOLS)
-        out.extend(f"persona {p.name}: {t}" for t in typos if "did you mean" in t)
+        rules = p.effective_policy.tools
+        key = (rules.allow, rules.deny)
+        if key not in typos_of:
+            names = unknown_tool_names(p.effective_policy, BUILTIN_TOOLS)
+            typos_of[key] = [t for t in names if "did you mean" in t]
+        out.extend(f"persona {p.name}: {t}" for t in typos_of[key])
     return out
 
 

@@ -48,7 +48,15 @@ def eval_cmd(
         known = ", ".join(manifest.names) or "none"
         fail(f"unknown persona {name!r}; known personas: {known}", EXIT_BAD_INPUT,
              kind="unknown_persona")  # fmt: skip
-    project = Path(manifest.manifest_path).parent if manifest.manifest_path else Path.cwd()
+    if not persona.entry_workflow.runnable:  # its evals are that host's (manifest.harn#run)
+        fail(
+            f"persona {name!r}: {persona.entry_workflow.foreign_message}; its eval packs "
+            "belong to that host",
+            EXIT_BAD_INPUT,
+            kind="foreign_workflow",
+        )
+    # the project directory, where `persona check` also looks for evals/<pack>.toml
+    project = Path(manifest.root) if manifest.root else Path.cwd()
     try:
         cases = [c for c in cases_for(persona, project) if not only or c.name in only]
     except EvalError as exc:

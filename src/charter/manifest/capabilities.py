@@ -145,6 +145,7 @@ class CapabilitySurface:
     def __init__(self, surface: Mapping[str, Iterable[str]] | None = None) -> None:
         base = DEFAULT_HOST_CAPABILITIES if surface is None else surface
         self.ops: dict[str, set[str]] = {ns: set(ops) for ns, ops in base.items()}
+        self._checked: dict[str, str | None] = {}  # a fleet repeats its capabilities
 
     def add(self, capability: str) -> str | None:
         """Add one ``namespace.operation``; a message when it is malformed."""
@@ -152,10 +153,17 @@ class CapabilitySurface:
         if not m or "*" in capability:
             return f"expected 'namespace.operation' (e.g. git.get_diff), got {capability!r}"
         self.ops.setdefault(m["ns"], set()).add(m["op"])
+        self._checked.clear()
         return None
 
     def check(self, capability: str) -> str | None:
         """A message when ``capability`` is malformed or not on the surface."""
+        if capability in self._checked:
+            return self._checked[capability]
+        self._checked[capability] = found = self._check(capability)
+        return found
+
+    def _check(self, capability: str) -> str | None:
         m = _CAP_RE.match(capability)
         if not m:
             return (

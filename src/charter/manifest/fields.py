@@ -41,6 +41,10 @@ def unknown_field_message(kind: str, key: object, accepted: tuple[str, ...]) -> 
     return f"{msg} (expected one of: {', '.join(accepted)})"
 
 
+#: The Python type a valid ``number`` / ``integer`` already has (the fast path).
+_SCALAR: dict[str, type] = {"number": float, "integer": int}
+
+
 def read_table(data: Any, spec: TableSpec, path: str, col: Collector) -> dict[str, Any] | None:
     """Check ``data`` against ``spec``; return the valid fields by canonical name.
 
@@ -54,24 +58,39 @@ def read_table(data: Any, spec: TableSpec, path: str, col: Collector) -> dict[st
     written: dict[str, str] = {}  # canonical name -> key actually written
     lookup = spec.lookup
     for key, value in data.items():
+        spec_field = lookup.get(key) if type(key) is str else None
+        if spec_field is not None and spec_field.name not in written:
+            name = spec_field.name
+            written[name] = key
+            # the common valid scalars, without building a field path nobody reads
+            kind = spec_field.kind
+            if type(value) is str:
+                if kind == "string":
+                    stripped = value.strip()
+                    if stripped:
+                        out[name] = stripped
+                        continue
+                elif kind == "enum" and value in spec_field.choices:
+                    out[name] = value
+                    continue
+            elif type(value) is _SCALAR.get(kind) and _in_range(value, spec_field):
+                out[name] = value  # a float for a number, an int (never a bool) for an integer
+                continue
+            ok, converted = convert(value, spec_field, f"{path}.{key}" if path else key, col)
+            if ok:
+                out[name] = converted
+            continue
         key_path = f"{path}.{key}" if path else str(key)
-        spec_field = lookup.get(key) if isinstance(key, str) else None
         if spec_field is None:
             col.add(key_path, unknown_field_message(spec.name, key, spec.names))
-            continue
-        if spec_field.name in written:
+        else:
             col.add(
                 key_path,
                 f"{key!r} and {written[spec_field.name]!r} both set "
                 f"(they are the same field, {spec_field.name!r})",
             )
-            continue
-        written[spec_field.name] = key
-        ok, converted = convert(value, spec_field, key_path, col)
-        if ok:
-            out[spec_field.name] = converted
-    for spec_field in spec.fields:
-        if spec_field.required and spec_field.name not in written:
+    for spec_field in spec.required:
+        if spec_field.name not in written:
             alias = f" (or {', '.join(spec_field.aliases)})" if spec_field.aliases else ""
             col.add(join(path, spec_field.name), f"missing required field{alias}")
     return out
@@ -134,7 +153,13 @@ def read_strings(value: Any, path: str, col: Collector) -> list[tuple[int, str]]
     if not isinstance(value, (list, tuple)):
         col.add(path, f"expected a list of strings, got {type_name(value)}")
         return []
-    out: list[tuple[int, str]] = []
+    try:  # the usual case, all strings, in one pass
+        out = [(i, item.strip()) for i, item in enumerate(value)]
+        if all(stripped for _, stripped in out):
+            return out
+    except AttributeError:  # not a string somewhere: say where, below
+        pass
+    out = []
     for i, item in enumerate(value):
         if not isinstance(item, str):
             col.add(join(path, i), f"expected a string, got {type_name(item)}")
@@ -167,6 +192,13 @@ def _number(value: Any, f: Field, path: str, col: Collector) -> tuple[bool, Any]
             col.add(path, f"must be at most {_fmt(hi or 0)}, got {value!r}")
         return False, None
     return True, value if integer else float(value)
+
+
+def _in_range(value: Any, f: Field) -> bool:
+    """A finite value within the field's bounds (NaN and infinities fail every test)."""
+    lo = f.minimum if f.minimum is not None else -math.inf
+    hi = f.maximum if f.maximum is not None else math.inf
+    return lo <= value <= hi and math.isfinite(value)
 
 
 def _fmt(bound: float) -> str:

@@ -26,7 +26,7 @@ from .folders import FolderPersona, load_folder, persona_dirs, persona_files_in
 from .model import ErrorScope, Manifest, Persona, PersonaSource
 from .persona import BuildContext, build_persona
 from .source_text import parse_json, parse_toml, read_text, with_positions
-from .spec import MANIFEST, PERSONA
+from .spec import MANIFEST, PERSONA, PERSONA_JSON_KEYS
 from .syntax import TARGET_FORMS
 
 if TYPE_CHECKING:
@@ -37,6 +37,9 @@ _MANIFEST_KEYS = frozenset(MANIFEST.names)
 #: Of those, the keys a persona file cannot have (``triggers`` is both: a persona's trigger
 #: names, a manifest's ``[[triggers]]`` tables).
 _MANIFEST_ONLY = _MANIFEST_KEYS - frozenset(PERSONA.names)
+#: Keys that make a file in a persona root a persona file (not a persona.json fragment
+#: pulled in by ``include``, which has only defaults, mcpServers, policy, ...).
+_PERSONA_KEYS = frozenset(PERSONA.lookup) - frozenset(PERSONA_JSON_KEYS)
 
 
 #: Package-manager tables of harn.toml: accepted, and what charter does not take from them.
@@ -64,6 +67,7 @@ class _Run:
         self.scopes: list[ErrorScope] = []  # which errors belong to which persona
         #: where `charter persona eval` reads evals/<pack>.toml (the project directory)
         self.eval_dir: Path | None = None
+        self.eval_files: dict[str, bool] = {}
 
     def collector(self, path: Path | str) -> Collector:
         col = Collector(str(path))
@@ -266,7 +270,9 @@ def _load_persona_file(run: _Run, file: Path) -> None:
 
 def _build_standalone(run: _Run, col: Collector, data: dict[str, Any], file: Path) -> None:
     first = run.declare(data, col, "")
-    ctx = BuildContext(run.surface, file.parent, run.eval_dir, run.handoff_refs)
+    ctx = BuildContext(
+        run.surface, file.parent, run.eval_dir, run.eval_files, handoff_refs=run.handoff_refs
+    )
     persona = build_persona(data, "", col, ctx, PersonaSource("persona_file", str(file)))
     if persona is not None and first:
         run.personas.append(persona)
@@ -294,7 +300,9 @@ def _load_manifest_table(run: _Run, col: Collector, data: dict[str, Any], file: 
         ok, check = convert(data["check"], MANIFEST.lookup["check"], "check", col)
         if ok:
             _apply_check(run, check, col, base_dir)
-    ctx = BuildContext(run.surface, base_dir, run.eval_dir, run.handoff_refs)
+    ctx = BuildContext(
+        run.surface, base_dir, run.eval_dir, run.eval_files, handoff_refs=run.handoff_refs
+    )
     personas = _table_list(data, "personas", col, "persona")
     firsts = [run.declare(item, col, f"personas[{i}]") for i, item in enumerate(personas)]
     for i, item in enumerate(personas):
@@ -432,19 +440,28 @@ def _load_folders(run: _Run, roots: list[tuple[Path, str]]) -> None:
 def _load_root_files(run: _Run, root: Path, origin: str) -> None:
     """Persona files (``*.json``, ``*.toml``) directly in a persona root such as ``.personas/``.
 
-    In the project's own roots they are declared like any persona (a second declaration of
-    a name is an error); in CHARTER_PERSONA_PATHS and ``~/.personas`` a name the project
-    (or an earlier root) already declares is left to it, as folders are.
+    A file with no persona field at its top (another tool's settings) is not a persona
+    and is left alone. Problems in a persona file belong to that persona (named by the
+    file when it names none), so one broken file leaves the others working. In the
+    project's own roots a second declaration of a name is an error; in
+    CHARTER_PERSONA_PATHS and ``~/.personas`` a name the project (or an earlier root)
+    already declares is left to it, as folders are.
     """
     for file in persona_files_in(root):
-        if origin in ("project", "explicit"):
-            _load_persona_file(run, file)
-            continue
         col, data = run.read_toml(file)
+        name = data.get("name") if data is not None else None
+        if data is not None and not _PERSONA_KEYS & set(data):
+            run.collectors.remove(col)
+            continue
+        if not isinstance(name, str):
+            run.scopes.append(ErrorScope(file.stem, str(file)))
         if data is None:
             continue
-        name = data.get("name")
-        if isinstance(name, str) and name.strip() in run.declared:
+        if (
+            origin not in ("project", "explicit")
+            and isinstance(name, str)
+            and name.strip() in run.declared
+        ):
             run.collectors.remove(col)  # shadowed: the nearer declaration wins
             continue
         _build_standalone(run, col, data, file)

@@ -6,6 +6,7 @@ manifest and live in :mod:`charter.manifest.loader`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,8 @@ class BuildContext:
     base_dir: Path  # entry_workflow paths are relative to the declaring file's directory
     #: where ``charter persona eval`` looks for ``evals/<pack>.toml`` (None: not checked)
     eval_dir: Path | None = None
+    #: eval pack name -> whether its file exists (shared by the personas of one load)
+    eval_files: dict[str, bool] = field(default_factory=dict)
     #: (field path, target) of every handoff, checked once all persona names are known.
     handoff_refs: list[tuple[Collector, str, HandoffTarget]] = field(default_factory=list)
 
@@ -223,8 +226,11 @@ def _check_evals(
     if ctx.eval_dir is None:
         return
     for i, name in evals:
-        file = ctx.eval_dir / "evals" / f"{name}.toml"
-        if not file.is_file():
+        known = ctx.eval_files.get(name)
+        if known is None:  # one stat per eval pack, not per persona naming it
+            known = ctx.eval_files[name] = (ctx.eval_dir / "evals" / f"{name}.toml").is_file()
+        if not known:
+            file = ctx.eval_dir / "evals" / f"{name}.toml"
             col.add(
                 join(join(path, key), i),
                 f"eval pack {name!r} has no eval file (expected {str(file)!r}, where "
@@ -236,6 +242,12 @@ def _tool_known(tool: str, persona_tools: tuple[str, ...] | None) -> bool:
     if persona_tools is None:
         return tool in BUILTIN_TOOLS
     # the persona's tools list is a policy allow list: ask the policy core, not a glob of our own
+    return _in_tools(tool, persona_tools)
+
+
+@functools.lru_cache(maxsize=1024)
+def _in_tools(tool: str, persona_tools: tuple[str, ...]) -> bool:
+    """Asked once per (tool, tools list): personas share lists and stages repeat tools."""
     frame = Frame(Policy(tools=Rules((persona_tools,))), "persona tools")
     return decide_resource("tools", tool, [frame]).allowed
 

@@ -1,36 +1,51 @@
 """Which persona triggers charter's webhook receiver can deliver, and why not the others.
 
 ``charter serve`` takes webhooks on ``POST /hooks/<provider>`` and turns each into a trigger
-kind (:mod:`charter.runtime.triggers`, :func:`charter.run.serve.webhook_kind`); a persona
-is woken when one of its ``triggers`` names that kind or its family. A trigger name no
-webhook ever turns into is valid (``charter persona trigger`` can still fire it), but it
-is a trigger charter cannot *receive*: :func:`unreceived` says so, and ``persona check``
-warns. The tables below describe the receiver without importing it (``check`` stays
-light); ``tests/manifest/test_harn.py`` drives the real receiver with each provider's own
+kind (:func:`charter.run.serve.webhook_kind`: GitHub's event and action, Linear's type and
+action, Slack's event type); a persona is woken when one of its ``triggers`` names that
+kind exactly, or names a whole family (``github.pull_request``), or ``provider.*``
+(:func:`charter.runtime.triggers.declares_trigger`). A trigger name no webhook ever turns
+into is valid (``charter persona trigger`` can still fire it), but it is one charter
+cannot *receive*: :func:`unreceived` says so, and ``persona check`` warns. The tables below
+describe the receiver without importing it (``check`` stays light);
+``tests/manifest/test_harn.py`` drives the real receiver with each provider's own
 payloads, so the two cannot drift.
 """
 
 from __future__ import annotations
 
+import functools
+
 from .syntax import TriggerName
 
-#: Kind prefixes the receiver groups into families, per provider (a persona declaring
-#: ``github.pr_opened`` is woken by every ``pull_request`` event); mirrors
-#: ``charter.runtime.triggers._FAMILIES``.
-FAMILY_PREFIXES: dict[str, tuple[str, ...]] = {
-    "github": (
-        "pull_request",
-        "pr",
-        "check_run",
-        "check_suite",
-        "check",
-        "review",
-        "issue",
-        "push",
+#: Declarations that name a whole family and match every kind in it (mirrors
+#: ``charter.runtime.triggers._FAMILIES``: a family's name or one of its prefixes).
+BARE_FAMILIES: dict[str, frozenset[str]] = {
+    "github": frozenset(
+        ("pull_request", "pr", "check_run", "check_suite", "check", "review", "issue", "push")
     ),
-    "linear": ("issue", "comment"),
-    "slack": ("message", "app_mention"),
+    "linear": frozenset(("issue", "comment")),
+    "slack": frozenset(("message", "app_mention")),
 }
+
+#: GitHub's webhook actions of the events the receiver refines by action
+#: (``charter.runtime.triggers.github_kind``).
+GITHUB_ACTIONS: dict[str, tuple[str, ...]] = {
+    "pull_request": (
+        "assigned", "auto_merge_disabled", "auto_merge_enabled", "closed", "converted_to_draft",
+        "demilestoned", "dequeued", "edited", "enqueued", "labeled", "locked", "milestoned",
+        "opened", "ready_for_review", "reopened", "review_request_removed", "synchronize",
+        "unassigned", "unlabeled", "unlocked",
+    ),
+    "pull_request_review": ("submitted", "edited", "dismissed"),
+    "check_run": ("created", "completed", "rerequested", "requested_action"),
+    "check_suite": ("completed", "requested", "rerequested"),
+    "issues": (
+        "opened", "edited", "deleted", "pinned", "unpinned", "closed", "reopened", "assigned",
+        "unassigned", "labeled", "unlabeled", "locked", "unlocked", "transferred",
+        "milestoned", "demilestoned", "typed", "untyped",
+    ),
+}  # fmt: skip
 
 #: ``X-GitHub-Event`` names: an event outside the families above is delivered under its
 #: own name (``merge_group``, ``release``, ``workflow_run``).
@@ -111,6 +126,35 @@ GITHUB_EVENTS: frozenset[str] = frozenset(
         "workflow_job",
         "workflow_run",
     )
+)
+
+
+#: Every kind a GitHub webhook becomes: ``pr_<action>`` (``review_requested`` as is, a
+#: merged close ``pr_merged``), ``review_<action>``, ``check_failed`` / ``check_<action>`` /
+#: ``check_suite_<action>``, ``issue_<action>``, and any other event under its own name.
+GITHUB_KINDS: frozenset[str] = frozenset(
+    {f"pr_{a}" for a in GITHUB_ACTIONS["pull_request"]}
+    | {"review_requested", "pr_merged", "pull_request", "review", "issue", "check_failed"}
+    | {f"review_{a}" for a in GITHUB_ACTIONS["pull_request_review"]}
+    | {f"check_{a}" for a in GITHUB_ACTIONS["check_run"]}
+    | {f"check_suite_{a}" for a in GITHUB_ACTIONS["check_suite"]}
+    | {f"issue_{a}" for a in GITHUB_ACTIONS["issues"]}
+    | (GITHUB_EVENTS - {"pull_request", "pull_request_review", "issues"})
+)
+
+#: Linear webhook ``type``s (lower-cased) other than issues and comments, delivered as is.
+LINEAR_TYPES: frozenset[str] = frozenset(
+    (
+        "attachment", "audit_entry", "customer", "customerneed", "cycle", "document",
+        "initiative", "initiativeupdate", "issuelabel", "issuesla", "oauthapp", "project",
+        "projectupdate", "reaction", "user",
+    )
+)  # fmt: skip
+
+#: Every kind a Linear webhook becomes (``charter.runtime.triggers.linear_kind``).
+LINEAR_KINDS: frozenset[str] = frozenset(
+    {f"{t}_{v}" for t in ("issue", "comment") for v in ("created", "updated", "removed")}
+    | LINEAR_TYPES
 )
 
 #: Slack Events API ``event.type`` values, delivered under their own name.
@@ -204,31 +248,42 @@ _NO_RECEIVER_NOTE: dict[str, str] = {
 }
 
 
-def _in_family(provider: str, kind: str) -> bool:
-    return any(
-        kind == prefix or kind.startswith((prefix + "_", prefix + "."))
-        for prefix in FAMILY_PREFIXES.get(provider, ())
-    )
+def _closest(kind: str, kinds: frozenset[str]) -> str | None:
+    import difflib  # only for a trigger the receiver never delivers
+
+    close = difflib.get_close_matches(kind, sorted(kinds), n=1, cutoff=0.8)
+    return close[0] if close else None
 
 
+def _delivered(provider: str, kind: str, kinds: frozenset[str]) -> bool:
+    return kind in kinds or kind in BARE_FAMILIES.get(provider, ())
+
+
+@functools.lru_cache(maxsize=1024)  # a fleet repeats its trigger names
 def unreceived(trigger: TriggerName) -> str | None:
     """Why charter's webhook receiver never delivers ``trigger``; ``None`` when it does."""
     provider, kind = trigger.provider, trigger.event
     manual = f"`charter persona trigger --provider {provider} --kind {kind}`"
     if provider == "github":
-        if _in_family(provider, kind) or kind in GITHUB_EVENTS:
+        if _delivered(provider, kind, GITHUB_KINDS):
             return None
         event = next((e for e in sorted(GITHUB_EVENTS, key=len, reverse=True)
                       if kind.startswith(e + "_")), None)  # fmt: skip
-        hint = (
-            f"; GitHub sends it as the {event} event, delivered as github.{event}" if event else ""
-        )
+        # harn writes pull_request_<action>; the receiver's pull request kinds are pr_<action>
+        spelled = "pr_" + kind.removeprefix("pull_request_")
+        close = _closest(spelled if kind.startswith("pull_request_") else kind, GITHUB_KINDS)
+        if close is not None:
+            hint = f"; the nearest it delivers is github.{close}"
+        elif event is not None:
+            hint = f"; GitHub sends it as the {event} event, delivered as github.{event}"
+        else:
+            hint = ""
         return (
-            f"trigger {trigger} is not an event GitHub sends to POST /hooks/github{hint}; "
-            f"it arrives only through {manual}"
+            f"trigger {trigger} is no kind POST /hooks/github delivers (GitHub's event and "
+            f"action){hint}; it arrives only through {manual}"
         )
     if provider == "slack":
-        if _in_family(provider, kind) or kind in SLACK_EVENTS:
+        if _delivered(provider, kind, SLACK_EVENTS):
             return None
         return (
             f"trigger {trigger} is not a Slack Events API type (POST /hooks/slack delivers "
@@ -237,11 +292,12 @@ def unreceived(trigger: TriggerName) -> str | None:
             f"through {manual}"
         )
     if provider == "linear":
-        if _in_family(provider, kind):
+        if _delivered(provider, kind, LINEAR_KINDS):
             return None
         return (
-            f"trigger {trigger} is not one POST /hooks/linear delivers (issue_created, "
-            f"issue_updated, issue_removed, comment_created); it arrives only through {manual}"
+            f"trigger {trigger} is no kind POST /hooks/linear delivers (issue_created, "
+            f"issue_updated, issue_removed, comment_created, ...); it arrives only through "
+            f"{manual}"
         )
     note = _NO_RECEIVER_NOTE.get(provider)
     return (
@@ -252,4 +308,12 @@ def unreceived(trigger: TriggerName) -> str | None:
     )
 
 
-__all__ = ["FAMILY_PREFIXES", "GITHUB_EVENTS", "SLACK_EVENTS", "unreceived"]
+__all__ = [
+    "BARE_FAMILIES",
+    "GITHUB_ACTIONS",
+    "GITHUB_EVENTS",
+    "GITHUB_KINDS",
+    "LINEAR_KINDS",
+    "SLACK_EVENTS",
+    "unreceived",
+]

@@ -115,8 +115,9 @@ def build_rollout(
     """The validated :class:`RolloutPolicy` (problems recorded in ``col``)."""
     triggers = list(triggers)
     cohorts: list[str] = []
-    keys, open_ended = cohort_keys(triggers)
-    for i, raw in checked.get("cohorts", ()):
+    declared = checked.get("cohorts", ())
+    keys, open_ended = cohort_keys(triggers) if declared else (set(), False)
+    for i, raw in declared:
         item = join(join(path, "cohorts"), i)
         try:
             key, _ = parse_cohort(raw)

@@ -9,8 +9,9 @@ from .cron import cron_error
 from .errors import Collector, join
 from .fields import read_table
 from .persona import parse_policy
+from .reach import unreceived
 from .spec import BUILTIN_PREDICATES, HANDOFF_ROUTE, TRIGGER
-from .syntax import check_event, parse_target
+from .syntax import TriggerName, check_event, parse_target
 from .workflow_model import HandoffRoute, RouteStep, TriggerSpec
 
 
@@ -110,9 +111,13 @@ def build_trigger(
             handler = parsed
     match = checked.get("match") or {}
     events = tuple(v for _, v in match.get("events", ()))
+    provider = checked.get("provider")
     for i, event in match.get("events", ()):
+        where = join(join(join(path, "match"), "events"), i)
         if err := check_event(event):
-            col.add(join(join(join(path, "match"), "events"), i), err)
+            col.add(where, err)
+        elif kind == "webhook" and provider and (why := unreceived(TriggerName(provider, event))):
+            col.warn("trigger_not_received", where, why)
     schedule = checked.get("schedule")
     if schedule is not None and (err := cron_error(schedule)):
         col.add(join(path, "schedule"), err)

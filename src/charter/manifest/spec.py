@@ -103,6 +103,11 @@ class TableSpec:
     def names(self) -> tuple[str, ...]:
         return tuple(f.name for f in self.fields)
 
+    @cached_property
+    def required(self) -> tuple[Field, ...]:
+        """The fields that must be present."""
+        return tuple(f for f in self.fields if f.required)
+
 
 def _money(name: str, doc: str) -> Field:
     return Field(name, "number", doc, minimum=0)

@@ -245,13 +245,19 @@ class Supervisor:
         self.more: Callable[[str], None] | None = None
         #: true once the replica shuts down: start no more work (it stays for others)
         self.stopping: Callable[[], bool] = lambda: False
+        #: personas whose entry workflow is for another host (harn): valid, never run here
+        self.foreign = foreign_personas(session.manifest)
         self.fired: dict[str, datetime | None] = {
-            p.name: last_fired(session, p.name) for p in session.manifest.personas if p.schedules
+            p.name: last_fired(session, p.name)
+            for p in session.manifest.personas
+            if p.schedules and p.name not in self.foreign
         }
         for name, errors in session.invalid.items():
             first = errors[0]
             more = f" (+{len(errors) - 1} more; charter persona check)" if len(errors) > 1 else ""
             self.log_line(f"persona {name} left out, it does not validate: {first}{more}")
+        for name, message in self.foreign.items():
+            self.log_line(f"persona {name} left out: {message}")
 
     def _say(self, what: str, result: RunResult | None = None) -> None:
         at = format_time(self.session.options.clock()())
@@ -266,7 +272,7 @@ class Supervisor:
         """Fire every schedule that is due at ``now``, then deliver handoffs."""
         results: list[RunResult] = []
         for persona in self.session.manifest.personas:
-            if not persona.schedules:
+            if not persona.schedules or persona.name in self.foreign:
                 continue
             minute = due_minute(persona.schedules, now, self.fired.get(persona.name))
             if minute is None:
@@ -285,7 +291,11 @@ class Supervisor:
         """Take up parked runs whose approval was decided (from any process or host)."""
         results: list[RunResult] = []
         for persona in self.session.manifest.personas:
-            if self.stopping() or not self.session.runtime.state(persona.name).parked:
+            if (
+                self.stopping()
+                or persona.name in self.foreign
+                or not self.session.runtime.state(persona.name).parked
+            ):
                 continue
             for result in resume_parked_in_session(self.session, persona.name):
                 self._say(f"resumed -> {persona.name} {result.work_key}", result)
@@ -312,6 +322,8 @@ class Supervisor:
             self.run_webhook(job, deliver=False)
 
     def drain_persona(self, name: str) -> list[RunResult]:
+        if name in self.foreign:  # work queued for it (persona trigger) stays queued
+            return []
         results = drain_in_session(self.session, name, more=self.more, stop=self.stopping)
         for result in results:
             self._say(f"run {name} {result.work_key}", result)
@@ -379,6 +391,15 @@ class Supervisor:
         return results
 
 
+def foreign_personas(manifest: Any) -> dict[str, str]:
+    """Personas whose entry workflow is for another host, with why they never run here."""
+    return {
+        p.name: p.entry_workflow.foreign_message
+        for p in manifest.personas
+        if not p.entry_workflow.runnable
+    }
+
+
 def match_personas(
     session_or_manifest: Any, provider: str, kind: str | None, payload: Mapping[str, Any]
 ) -> tuple[list[str], str]:
@@ -443,6 +464,7 @@ class Server:
         self.metrics = Metrics()  # /metrics of this server (admission latency observed here)
         probe = open_session(options)  # validate the manifest and the store up front
         self.manifest = probe.manifest
+        self._foreign = foreign_personas(self.manifest)
         probe.close()
         environ = os.environ if options.env is None else options.env
         self.access = access if access is not None else Access.from_env(environ, host=host)
@@ -497,6 +519,8 @@ class Server:
                 return 200, {"challenge": str(payload.get("challenge") or "")}
             kind = webhook_kind(provider, headers.get("x-github-event"), payload)
             names, work_key = match_personas(self.manifest, provider, kind, payload)
+            # another host's persona never runs here: its work is not accepted
+            names = [n for n in names if n not in self._foreign]
         except (ValueError, TriggerError) as exc:
             return 400, {"error": str(exc)}
         # a trigger that reports an outcome (a review submitted, a PR merged) may settle
