@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from .landlock import bridge_args, landlock_args
 from .profile import NetworkMode, SandboxProfile
+from .seccomp import PY_APPLY, PY_LAUNCH, unix_socket_filter
 
 #: Port the in-sandbox bridge listens on (loopback of the sandbox's own network namespace).
 PROXY_PORT = 3128
@@ -18,27 +19,14 @@ _RUN_DIRS = ("/run", "/var/run")
 #: Variables a sandboxed shell gets by default (values copied from charter's environment).
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME")
 
-# Started inside the sandbox when the network goes through the proxy: socat bridges the
-# sandbox's loopback port to the proxy's unix socket (bound in), and the command starts
-# once the port is listening (0x0C38 = 3128 in /proc/net/tcp). The wait reads
-# /proc/net/tcp with shell built-ins (no fork per poll): socat listens within a few ms.
-_BRIDGE = (
-    '"{socat}" TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr "UNIX-CONNECT:{sock}" '
-    "</dev/null >/dev/null 2>&1 & "
-    'i=0; up=; while [ -z "$up" ] && [ $i -lt 5000 ]; do i=$((i+1)); '
-    'while read -r _ local _ _ && [ -z "$up" ]; do '
-    'case "$local" in *:{hexport}) up=1;; esac; done </proc/net/tcp; '
-    "[ $i -gt 500 ] && sleep 0.01; done; "
-    'exec "$@"'
-)
-
-
-# The same bridge without socat (a pip-only install): charter's own Python listens first,
-# forks the bridging child (its stdio on /dev/null), then execs the command, so no
-# polling is needed; slower to start (an interpreter) than socat, hence the fallback.
-_PY_BRIDGE = """
+# The bridge without charter's helper (no C compiler): charter's own Python listens
+# first, forks the bridging child (its stdio on /dev/null), applies the unix-socket
+# filter to itself (the child keeps its socket to the proxy), then execs the command.
+_PY_BRIDGE = (
+    PY_APPLY
+    + """
 import os, socket, sys, threading
-path, port, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+path, port, seccomp, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 srv = socket.socket()
 srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", port))
@@ -71,20 +59,33 @@ if os.fork() == 0:
         conn, _ = srv.accept()
         threading.Thread(target=serve, args=(conn,), daemon=True).start()
 srv.close()
+_apply_filter(seccomp)
 os.execvp(cmd[0], cmd)
 """
+)
 
 
-def bridge_argv(proxy_socket: str) -> list[str]:
-    """The in-sandbox prefix that bridges ``127.0.0.1:PROXY_PORT`` to ``proxy_socket``
-    and then runs the command appended to it (socat when installed, else Python)."""
-    socat = shutil.which("socat")
-    if socat:
-        script = _BRIDGE.format(
-            socat=socat, port=PROXY_PORT, sock=proxy_socket, hexport=f"{PROXY_PORT:04X}"
-        )
-        return ["/bin/sh", "-c", script, "charter-sandbox"]
-    return [sys.executable, "-I", "-S", "-c", _PY_BRIDGE, proxy_socket, str(PROXY_PORT)]
+def bridge_argv(proxy_socket: str, seccomp: bytes) -> list[str]:
+    """The in-sandbox prefix (charter's Python) that bridges ``127.0.0.1:PROXY_PORT`` to
+    ``proxy_socket``, applies the ``seccomp`` filter
+    (:func:`charter.sandbox.seccomp.unix_socket_filter`) and runs the command appended.
+    (socat bridged here once; it cannot apply the filter after connecting.)"""
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        "-c",
+        _PY_BRIDGE,
+        proxy_socket,
+        str(PROXY_PORT),
+        seccomp.hex(),
+    ]
+
+
+def filter_argv(seccomp: bytes) -> list[str]:
+    """The in-sandbox prefix (charter's Python) that applies the ``seccomp`` filter and
+    runs the command appended: a restricted network without charter's helper."""
+    return [sys.executable, "-I", "-S", "-c", PY_LAUNCH, seccomp.hex()]
 
 
 def bwrap_path() -> str | None:
@@ -140,6 +141,26 @@ def sandbox_env(
         env["NO_PROXY"] = env["no_proxy"] = ""
     env.update(extra or {})
     return env
+
+
+def interpreter_roots() -> list[str]:
+    """Where charter's Python lives: the virtualenv (``sys.prefix``), the installation it
+    comes from (``sys.base_prefix``) and the real interpreter's directory."""
+    real = os.path.dirname(os.path.realpath(sys.executable))
+    roots = [sys.prefix, sys.base_prefix, os.path.dirname(sys.executable), real]
+    return [r for r in dict.fromkeys(os.path.realpath(r) for r in roots) if os.path.isdir(r)]
+
+
+def restricted_network_filter(profile: SandboxProfile) -> bytes | None:
+    """The unix-socket filter a profile with a restricted network needs (None: the
+    network is the host's). Raises :class:`ValueError` when this machine has none (the
+    caller must not run the command: :func:`charter.sandbox.sandbox_for` refuses first)."""
+    if profile.network is NetworkMode.HOST:
+        return None
+    seccomp = unix_socket_filter()
+    if seccomp is None:
+        raise ValueError("no seccomp filter for this architecture: unix sockets stay open")
+    return seccomp
 
 
 def bwrap_argv(
@@ -238,6 +259,7 @@ def bwrap_argv(
         argv += ["--setenv", key, value]
     argv += ["--chdir", workdir, "--"]
     proxied = bool(proxy_socket) and profile.network is NetworkMode.PROXY
+    seccomp = restricted_network_filter(profile)
     if helper:
         argv.append(helper)
         if proxied:
@@ -247,8 +269,22 @@ def bwrap_argv(
             argv += landlock_args(
                 profile, landlock_abi, env=inside, private_dirs=private, extra_read=extra_read
             )
+        if seccomp:
+            argv += ["-x", seccomp.hex()]
         argv.append("--")
     elif proxied:
-        argv += bridge_argv(str(proxy_socket))
+        argv += bridge_argv(str(proxy_socket), seccomp or b"")
+    elif seccomp:
+        argv += filter_argv(seccomp)
+    if not helper and seccomp:
+        # charter's Python runs inside: it must be visible wherever it is installed (a
+        # virtualenv under /tmp sits under the sandbox's private /tmp)
+        mounts = [
+            ["--ro-bind", root, root]
+            for root in interpreter_roots()
+            if any(_under(root, d) for d in private)
+        ]
+        at = argv.index("--clearenv")
+        argv[at:at] = [arg for mount in mounts for arg in mount]
     argv += list(command)
     return argv

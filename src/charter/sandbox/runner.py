@@ -270,6 +270,12 @@ def sandbox_for(
     )
     if not info.ok:
         return SandboxUnavailable(info.reasons, needed) if needed else None
+    if policy.network.restricted:
+        from .seccomp import unix_socket_filter
+
+        if unix_socket_filter() is None:
+            reason = "no seccomp filter for this architecture (unix sockets would stay open)"
+            return SandboxUnavailable((reason,), ("network",))
     box = Sandbox(
         frames, workspace, home=home, scan_roots=scan_roots, extra_writable=extra_writable
     )
