@@ -255,6 +255,10 @@ def _run_sandboxed(job: Job, overlay_path: str) -> int:
         )
         if compiled.profile.network is NetworkMode.PROXY and not info.proxy_ok:
             compiled, needed = None, ("network",)
+        elif not compiled.profile.scan_complete:  # fail closed: unscanned names unmasked
+            from charter.sandbox.runner import incomplete_scan
+
+            raise LaunchError(f"{job.tool}: {incomplete_scan(compiled.profile).message}", 1)
     if compiled is None:
         if not needed:  # restricts nothing the sandbox enforces, and none can be made
             return _run_child(job.argv, job)

@@ -173,6 +173,8 @@ class Sandbox:
         """
         if self.profile.network is NetworkMode.PROXY and self.proxy is None:
             raise RuntimeError("start() the sandbox first: its network goes through the proxy")
+        if not self.profile.scan_complete:
+            raise RuntimeError(incomplete_scan(self.profile).message)
         compiled = self._compiled
         helper: Helper | None
         if compiled is not None:  # built with the profile (and kept with it on disk)
@@ -281,4 +283,24 @@ def sandbox_for(
     )
     if box.profile.network is NetworkMode.PROXY and not info.proxy_ok:
         return SandboxUnavailable(info.reasons, ("network",))
+    if not box.profile.scan_complete:
+        return incomplete_scan(box.profile)
     return box
+
+
+def incomplete_scan(profile: SandboxProfile) -> SandboxUnavailable:
+    """The refusal for a profile whose scan for denied names stopped at its limit: what
+    lies beyond was never checked for ``.env``, ``*.pem`` or files that run later, so
+    the sandbox cannot promise to hide or protect them (fail closed)."""
+    from .profile import SCAN_LIMIT
+
+    return SandboxUnavailable(
+        (
+            f"more than {SCAN_LIMIT} entries under {profile.workspace} and the writable "
+            "roots: denied file names (.env*, *.pem, files that run later) beyond the "
+            "limit could not be found and masked",
+        ),
+        ("paths",),
+        hint="run the agent in a smaller workspace, or narrow the policy's writable "
+        "paths (paths.allow) to the directories it works in",
+    )
