@@ -318,7 +318,10 @@ def test_extra_writable_roots_for_a_launched_cli(workspace: Path) -> None:
         )
         with box:
             argv = box.wrap(shell_argv(f"echo saved > {state}/config.json; cat {state}/id_rsa"))
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+            proc = subprocess.run(
+                argv, capture_output=True, text=True, timeout=30, pass_fds=argv.pass_fds
+            )
+            argv.close()
         assert (state / "config.json").read_text() == "saved\n"
         assert "KEY" not in proc.stdout  # denied names under the extra root stay masked
     finally:

@@ -199,8 +199,10 @@ def check_binary(job: Job) -> str:
 
 
 def _run_child(argv: list[str], job: Job) -> int:
+    # a sandboxed argv carries its environment in a descriptor (never on the command line)
+    fds = getattr(argv, "pass_fds", ())
     try:
-        child = subprocess.Popen(argv, env=job.full_env(), cwd=job.workspace)
+        child = subprocess.Popen(argv, env=job.full_env(), cwd=job.workspace, pass_fds=fds)
     except (FileNotFoundError, PermissionError):  # vanished or changed since check_binary
         raise LaunchError(
             f"{job.tool}: could not start {job.argv[0]} (install {job.npm_package}; "
@@ -306,7 +308,10 @@ def _run_sandboxed(job: Job, overlay_path: str) -> int:
             binds=binds,
             writable_binds=[job.tmpdir],  # as root it is under /run, private inside
         )
-        status = _run_child(argv, job)
+        try:
+            status = _run_child(argv, job)
+        finally:
+            argv.close()
     finally:
         sandbox.stop()
     for refusal in sandbox.receipt(status).refused_hosts:

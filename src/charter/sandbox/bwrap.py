@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
+import weakref
 from collections.abc import Mapping, Sequence
 
 from .landlock import bridge_args, landlock_args
@@ -63,6 +65,54 @@ _apply_filter(seccomp)
 os.execvp(cmd[0], cmd)
 """
 )
+
+
+class Wrapped(list[str]):
+    """A wrapped argv and the descriptor that carries its environment to bubblewrap.
+
+    The environment is never on the command line (``/proc/<pid>/cmdline`` is readable
+    by every local user): it is written to a memory file, which bubblewrap reads with
+    ``--args FD``. Run it with ``pass_fds=wrapped.pass_fds`` (without, bubblewrap fails
+    to start: nothing runs with a missing environment), then :meth:`close` it.
+    """
+
+    def __init__(self, argv: Sequence[str], env_fd: int) -> None:
+        super().__init__(argv)
+        self.env_fd = env_fd
+        self._finalizer = weakref.finalize(self, _close_quietly, env_fd)
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """The descriptors the process must inherit."""
+        return (self.env_fd,)
+
+    def close(self) -> None:
+        """Close the environment's descriptor (once the process has started)."""
+        self._finalizer()
+
+
+def _close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+def env_fd(env: Mapping[str, str]) -> int:
+    """A memory file holding ``--setenv KEY VALUE`` for each of ``env``, NUL-separated
+    (bubblewrap's ``--args`` format), positioned at its start."""
+    data = b"".join(
+        b"--setenv\0" + os.fsencode(key) + b"\0" + os.fsencode(value) + b"\0"
+        for key, value in env.items()
+    )
+    fd = os.memfd_create("charter-sandbox-env", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
 
 
 def bridge_argv(proxy_socket: str, seccomp: bytes) -> list[str]:
@@ -176,21 +226,24 @@ def bwrap_argv(
     helper: str | None = None,
     landlock_abi: int | None = None,
     writable_binds: Sequence[str] = (),
-) -> list[str]:
-    """The full argv running ``command`` under ``profile``.
+) -> Wrapped:
+    """The full argv running ``command`` under ``profile``: a :class:`Wrapped`, to run
+    with its ``pass_fds``.
 
     ``env`` is the complete environment inside (``--clearenv`` drops everything else;
-    build it with :func:`sandbox_env`). ``proxy_socket`` (the unix socket of a running
-    :class:`charter.sandbox.NetworkProxy`) is required when the profile's network mode is
-    ``PROXY``. ``new_session=False`` keeps the controlling terminal, for an interactive
-    CLI; a one-shot shell keeps the default (no TIOCSTI into the caller's terminal).
+    build it with :func:`sandbox_env`), passed through a descriptor, never argv.
+    ``proxy_socket`` (the unix socket of a running :class:`charter.sandbox.NetworkProxy`)
+    is required when the profile's network mode is ``PROXY``. ``new_session=False``
+    keeps the controlling terminal, for an interactive CLI; a one-shot shell keeps the
+    default (no TIOCSTI into the caller's terminal).
 
     ``writable_binds`` are directories of the caller (a launch's temp dir) bound
     read-write when the profile lets them be written, even under a private ``/run``.
 
     ``helper`` is the compiled ``landlock_exec`` (:func:`charter.sandbox.landlock.build_helper`):
-    when given, it bridges the proxy port (instead of socat) and, with ``landlock_abi``,
-    applies the profile's Landlock rules just before ``command`` runs.
+    when given, it bridges the proxy port and, with ``landlock_abi``, applies the
+    profile's Landlock rules just before ``command`` runs; with a restricted network it
+    applies the unix-socket filter last (without it, charter's Python does both).
     """
     binary = bwrap or bwrap_path()
     if binary is None:
@@ -255,9 +308,9 @@ def bwrap_argv(
         argv.append("--new-session")
     argv.append("--clearenv")
     inside = env if env is not None else sandbox_env(profile)
-    for key, value in inside.items():
-        argv += ["--setenv", key, value]
+    argv += ["--args", "-"]  # the environment, through a descriptor (made last)
     argv += ["--chdir", workdir, "--"]
+    env_at = len(argv) - 4
     proxied = bool(proxy_socket) and profile.network is NetworkMode.PROXY
     seccomp = restricted_network_filter(profile)
     if helper:
@@ -286,5 +339,8 @@ def bwrap_argv(
         ]
         at = argv.index("--clearenv")
         argv[at:at] = [arg for mount in mounts for arg in mount]
+        env_at += sum(map(len, mounts))
     argv += list(command)
-    return argv
+    fd = env_fd(inside)
+    argv[env_at] = str(fd)
+    return Wrapped(argv, fd)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .availability import Availability, available, landlock_abi
-from .bwrap import bwrap_argv, helper_visible, sandbox_env
+from .bwrap import Wrapped, bwrap_argv, helper_visible, sandbox_env
 from .landlock import Helper, build_helper, enforced
 from .profile import NetworkMode, SandboxProfile, build_profile
 from .receipt import HostRefusal, SandboxReceipt, SandboxUnavailable, refused_paths_from
@@ -41,7 +41,8 @@ class Sandbox:
         with box:                                  # the proxy lives as long as the CLI
             argv = box.wrap(cli_argv, env=box.env({"ANTHROPIC_API_KEY": key}),
                             new_session=False)     # keep the terminal for a TUI
-            subprocess.run(argv)
+            subprocess.run(argv, pass_fds=argv.pass_fds)  # the environment's descriptor
+            argv.close()
         receipt = box.receipt(exit_code)           # hosts the proxy refused meanwhile
 
     (``sandbox_for`` returns ``None`` when no sandbox applies: run ``cli_argv`` as is.)
@@ -165,8 +166,10 @@ class Sandbox:
         new_session: bool = True,
         binds: Sequence[tuple[str, str]] = (),
         writable_binds: Sequence[str] = (),
-    ) -> list[str]:
-        """``argv`` wrapped in bubblewrap under this sandbox's profile.
+    ) -> Wrapped:
+        """``argv`` wrapped in bubblewrap under this sandbox's profile: run it with
+        ``pass_fds=wrapped.pass_fds`` (its environment travels through a descriptor,
+        never argv), then ``wrapped.close()``.
 
         ``env`` is the full environment inside (default :meth:`env`); the caller runs the
         result with any environment, since ``--clearenv`` discards it.
