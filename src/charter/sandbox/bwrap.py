@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from .landlock import bridge_args, landlock_args
 from .profile import NetworkMode, SandboxProfile
-from .seccomp import PY_APPLY, PY_LAUNCH, unix_socket_filter
+from .seccomp import PY_APPLY, unix_socket_filter
 
 #: Port the in-sandbox bridge listens on (loopback of the sandbox's own network namespace).
 PROXY_PORT = 3128
@@ -68,42 +68,45 @@ os.execvp(cmd[0], cmd)
 
 
 class Wrapped(list[str]):
-    """A wrapped argv and the descriptor that carries its environment to bubblewrap.
+    """A wrapped argv and the descriptors bubblewrap reads: its environment and, without
+    charter's helper, the seccomp filter.
 
     The environment is never on the command line (``/proc/<pid>/cmdline`` is readable
     by every local user): it is written to a memory file, which bubblewrap reads with
     ``--args FD``. Run it with ``pass_fds=wrapped.pass_fds`` (without, bubblewrap fails
-    to start: nothing runs with a missing environment), then :meth:`close` it.
+    to start: nothing runs with a missing environment or filter), then :meth:`close` it.
     """
 
-    def __init__(self, argv: Sequence[str], env_fd: int) -> None:
+    def __init__(self, argv: Sequence[str], fds: Sequence[int]) -> None:
         super().__init__(argv)
-        self.env_fd = env_fd
-        self._finalizer = weakref.finalize(self, _close_quietly, env_fd)
-
-    @property
-    def pass_fds(self) -> tuple[int, ...]:
-        """The descriptors the process must inherit."""
-        return (self.env_fd,)
+        self.pass_fds: tuple[int, ...] = tuple(fds)
+        self._finalizer = weakref.finalize(self, _close_quietly, self.pass_fds)
 
     def close(self) -> None:
-        """Close the environment's descriptor (once the process has started)."""
+        """Close the descriptors (once the process has started: it holds its copies)."""
         self._finalizer()
 
 
-def _close_quietly(fd: int) -> None:
-    with contextlib.suppress(OSError):
-        os.close(fd)
+def _close_quietly(fds: Sequence[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def env_fd(env: Mapping[str, str]) -> int:
     """A memory file holding ``--setenv KEY VALUE`` for each of ``env``, NUL-separated
     (bubblewrap's ``--args`` format), positioned at its start."""
-    data = b"".join(
-        b"--setenv\0" + os.fsencode(key) + b"\0" + os.fsencode(value) + b"\0"
-        for key, value in env.items()
+    return memory_file(
+        b"".join(
+            b"--setenv\0" + os.fsencode(key) + b"\0" + os.fsencode(value) + b"\0"
+            for key, value in env.items()
+        )
     )
-    fd = os.memfd_create("charter-sandbox-env", os.MFD_CLOEXEC)
+
+
+def memory_file(data: bytes) -> int:
+    """A memory file holding ``data``, positioned at its start."""
+    fd = os.memfd_create("charter-sandbox", os.MFD_CLOEXEC)
     try:
         view = memoryview(data)
         while view:
@@ -130,12 +133,6 @@ def bridge_argv(proxy_socket: str, seccomp: bytes) -> list[str]:
         str(PROXY_PORT),
         seccomp.hex(),
     ]
-
-
-def filter_argv(seccomp: bytes) -> list[str]:
-    """The in-sandbox prefix (charter's Python) that applies the ``seccomp`` filter and
-    runs the command appended: a restricted network without charter's helper."""
-    return [sys.executable, "-I", "-S", "-c", PY_LAUNCH, seccomp.hex()]
 
 
 def bwrap_path() -> str | None:
@@ -327,9 +324,8 @@ def bwrap_argv(
         argv.append("--")
     elif proxied:
         argv += bridge_argv(str(proxy_socket), seccomp or b"")
-    elif seccomp:
-        argv += filter_argv(seccomp)
-    if not helper and seccomp:
+    bwrap_filter = seccomp if seccomp and not helper and not proxied else None
+    if not helper and proxied:
         # charter's Python runs inside: it must be visible wherever it is installed (a
         # virtualenv under /tmp sits under the sandbox's private /tmp)
         mounts = [
@@ -341,6 +337,10 @@ def bwrap_argv(
         argv[at:at] = [arg for mount in mounts for arg in mount]
         env_at += sum(map(len, mounts))
     argv += list(command)
-    fd = env_fd(inside)
-    argv[env_at] = str(fd)
-    return Wrapped(argv, fd)
+    fds = [env_fd(inside)]
+    argv[env_at] = str(fds[0])
+    if bwrap_filter:
+        # no helper and no bridge: bubblewrap applies the filter itself, just before exec
+        fds.append(memory_file(bwrap_filter))
+        argv[env_at + 1 : env_at + 1] = ["--seccomp", str(fds[1])]
+    return Wrapped(argv, fds)

@@ -19,8 +19,9 @@ process gets this classic-BPF filter (as Codex and sandbox-runtime do):
 The proxy's own socket stays reachable: charter's helper (or its Python bridge) forks the
 process that relays the sandbox's proxy port to it *before* applying the filter.
 
-The program is built here, once, and applied by ``landlock_exec -x HEX`` or, without the
-helper, by a few lines of Python through ``prctl`` (:data:`PY_APPLY`).
+The program is built here, once, and applied by ``landlock_exec -x HEX``; without the
+helper by bubblewrap itself (``--seccomp FD``) or, when the Python bridge must keep its
+own socket, by a few lines of Python through ``prctl`` (:data:`PY_APPLY`).
 """
 
 from __future__ import annotations
@@ -102,9 +103,9 @@ def unix_socket_filter(machine: str | None = None) -> bytes | None:
     return _assemble(rows)
 
 
-#: Python that applies the filter given as hex in ``sys.argv[1]`` (no_new_privs, then
-#: ``prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)``), for the bridge and the
-#: launcher used without charter's helper; it exits 125 when the kernel refuses.
+#: Python defining ``_apply_filter(hex)`` (no_new_privs, then ``prctl(PR_SET_SECCOMP,
+#: SECCOMP_MODE_FILTER, &prog)``), for the proxy bridge used without charter's helper;
+#: it exits 125 when the kernel refuses.
 PY_APPLY = """
 def _apply_filter(text):
     import ctypes, sys
@@ -117,13 +118,3 @@ def _apply_filter(text):
         sys.stderr.write("charter-sandbox: seccomp refused: errno %d\\n" % ctypes.get_errno())
         sys.exit(125)
 """
-
-#: Applies the filter (``sys.argv[1]``), then execs ``sys.argv[2:]``.
-PY_LAUNCH = (
-    PY_APPLY
-    + """
-import os, sys
-_apply_filter(sys.argv[1])
-os.execvp(sys.argv[2], sys.argv[2:])
-"""
-)
