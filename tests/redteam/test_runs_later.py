@@ -150,3 +150,24 @@ def test_allowed_twin_a_named_new_file_stays(repo: Path) -> None:
     assert obs[0]["exit_code"] == 0 and obs[0]["sandbox"]["notes"] == [], obs[0]
     assert (repo / ".envrc").read_text() == "export A=1\n"
     assert (repo / "notes.md").read_text() == "notes\n"
+
+
+@pytest.mark.parametrize("entry", RUNS_LATER, ids=lambda e: e.pattern)
+def test_the_write_tool_is_refused_every_entry_unless_named(entry: Any, tmp_path: Path) -> None:
+    """Policy layer, every member: no sandbox involved (the tools run on the host)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    concrete = entry.pattern.replace("**", "m").replace("*", "m")
+    target = f"sub/{concrete}/inner.txt"
+    hostile = run(
+        ws, tc("write", path=target, content="x"), tc("write", path="ok.txt", content="x")
+    )
+    assert "runs later" in text(hostile[0]) or "sensitive" in text(hostile[0]), hostile[0]
+    assert not (ws / target).exists()
+    assert (ws / "ok.txt").read_text() == "x"
+    if "sensitive" in text(hostile[0]):
+        return  # .envrc is a sensitive name too (.env*): lifted separately
+    named = {**POLICY, "paths": {**POLICY["paths"], "allow": ["./", f"./sub/{concrete}/**"]}}
+    twin = run(ws, tc("write", path=target, content="y"), policy=named)
+    assert "runs later" not in text(twin[0]), twin[0]
+    assert (ws / target).read_text() == "y"

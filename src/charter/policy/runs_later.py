@@ -109,7 +109,12 @@ def runs_later_root(path: str) -> tuple[str, RunsLater] | None:
     norm = posixpath.normpath(path)
     absolute = norm.startswith("/")
     parts = tuple(p for p in norm.split("/") if p not in ("", "."))
+    tails = tail_names()
+    if not any(p in tails for p in parts):  # a match ends at an entry's last component
+        return None
     for end in range(1, len(parts) + 1):
+        if parts[end - 1] not in tails:
+            continue
         prefix = parts[:end]
         for entry in RUNS_LATER:
             if _glob(entry.pattern, prefix):
@@ -135,7 +140,8 @@ def named_by(root: str, patterns: Iterable[str], expand: Callable[[str], str]) -
 @lru_cache(maxsize=1)
 def tail_names() -> frozenset[str]:
     """The last component of every entry (``config``, ``hooks``, ``.bashrc``...): a
-    directory entry whose name is not here cannot itself be on the list."""
+    directory entry whose name is not here cannot itself be on the list. (Every entry
+    ends in a literal name, never a glob.)"""
     return frozenset(e.pattern.rsplit("/", 1)[-1] for e in RUNS_LATER)
 
 
