@@ -64,3 +64,29 @@ def test_a_venv_under_tmp_runs_the_bridge_and_the_filter(
         assert twin[0]["stdout"] == "ok\n", twin[0]
     finally:
         server.close()
+
+
+def test_binding_the_interpreter_does_not_unmask_what_is_under_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The virtualenv inside the workspace (both under /tmp): masks under it still hold."""
+    from charter.sandbox import landlock
+
+    ws = tmp_path / "ws"
+    venv = ws / ".venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--copies", str(venv)], check=True
+    )
+    (venv / "lib" / "server.pem").write_text("PRIVATE KEY\n")
+    monkeypatch.setattr(sys, "executable", str(venv / "bin" / "python"))
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    monkeypatch.setenv("CHARTER_LANDLOCK", "off")
+    landlock.build_helper(refresh=True)
+    try:
+        proxied = {**POLICY, "network": {"allow": ["127.0.0.1"]}}
+        obs = run(ws, sh("cat .venv/lib/server.pem; echo rc=$?"), policy=proxied)
+        assert "PRIVATE KEY" not in obs[0]["stdout"], obs[0]
+        assert "rc=" in obs[0]["stdout"]
+    finally:
+        monkeypatch.undo()
+        landlock.build_helper(refresh=True)

@@ -265,6 +265,13 @@ def bwrap_argv(
         raise ValueError(f"the helper {helper} is under a masked path of the profile")
     if helper and any(_under(helper, d) for d in private):
         argv += ["--ro-bind", helper, helper]
+    if not helper and proxy_socket and profile.network is NetworkMode.PROXY:
+        # charter's Python bridges inside: it must be visible wherever it is installed (a
+        # virtualenv under /tmp sits under the sandbox's private /tmp). Mounted before the
+        # writable roots and masks, which then apply on top of it as everywhere else.
+        for root in interpreter_roots():
+            if any(_under(root, d) for d in private):
+                argv += ["--ro-bind", root, root]
     for keep in dict.fromkeys((workdir, profile.workspace)):
         if any(_under(keep, d) for d in private) and not any(
             _under(keep, w) for w in profile.writable
@@ -325,17 +332,6 @@ def bwrap_argv(
     elif proxied:
         argv += bridge_argv(str(proxy_socket), seccomp or b"")
     bwrap_filter = seccomp if seccomp and not helper and not proxied else None
-    if not helper and proxied:
-        # charter's Python runs inside: it must be visible wherever it is installed (a
-        # virtualenv under /tmp sits under the sandbox's private /tmp)
-        mounts = [
-            ["--ro-bind", root, root]
-            for root in interpreter_roots()
-            if any(_under(root, d) for d in private)
-        ]
-        at = argv.index("--clearenv")
-        argv[at:at] = [arg for mount in mounts for arg in mount]
-        env_at += sum(map(len, mounts))
     argv += list(command)
     fds = [env_fd(inside)]
     argv[env_at] = str(fds[0])
