@@ -171,3 +171,40 @@ def test_the_write_tool_is_refused_every_entry_unless_named(entry: Any, tmp_path
     twin = run(ws, tc("write", path=target, content="y"), policy=named)
     assert "runs later" not in text(twin[0]), twin[0]
     assert (ws / target).read_text() == "y"
+
+
+def test_a_gitfile_cannot_be_pointed_at_a_crafted_repository(tmp_path: Path) -> None:
+    """A ``.git`` *file* (``gitdir: ...``, worktrees and submodules) names the repository
+    git uses, config included: rewriting it, or creating one where there was none, is
+    planting a config."""
+    marker = tmp_path / "PWNED"
+    ws = tmp_path / "ws"
+    subprocess.run(
+        ["git", "init", "-q", f"--separate-git-dir={tmp_path / 'gd'}", str(ws)], check=True
+    )
+    bare = tmp_path / "plain"  # no repository at all
+    bare.mkdir()
+    gitfile = (ws / ".git").read_text()
+    craft = (
+        'git init -q evil && python3 -c "'
+        f"open('evil/.git/config', 'a').write('[core]\\n\\tfsmonitor = touch {marker} #\\n'); "
+        "open('.git', 'w').write('gitdir: evil/.git')\"; echo rc=$?"
+    )
+    obs = run(
+        ws,
+        sh(craft),
+        sh("mv .git g2; echo rc=$?"),
+        tc("write", path=".git", content="gitdir: evil"),
+    )
+    assert "rc=0" not in obs[1]["stdout"], obs[1]
+    assert "runs later" in text(obs[2])
+    assert (ws / ".git").read_text() == gitfile
+    status = _user_runs_git_status(ws)
+    assert status.returncode == 0, status.stderr
+    assert not marker.exists()
+    # where there was no repository, a new gitfile is moved aside when the call ends
+    made = run(bare, sh(craft))
+    assert "rc=0" in made[0]["stdout"], made[0]
+    assert not (bare / ".git").exists() and (bare / ".git.charter-refused").exists()
+    subprocess.run(["git", "status"], cwd=bare, capture_output=True)
+    assert not marker.exists()

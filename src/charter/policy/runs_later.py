@@ -123,6 +123,22 @@ def runs_later_root(path: str) -> tuple[str, RunsLater] | None:
     return None
 
 
+#: A *file* named ``.git`` (a gitfile, ``gitdir: <path>``: worktrees and submodules) tells
+#: git where the repository is, its config and hooks included. Not on :data:`RUNS_LATER`
+#: (a ``.git`` directory stays writable: objects, refs, the index); a writer of files is
+#: never writing a ``.git`` directory, so :func:`written_runs_later` counts it.
+GITFILE = RunsLater(".git", "a .git file names the repository git uses, config and hooks too")
+
+
+def written_runs_later(path: str) -> tuple[str, RunsLater] | None:
+    """:func:`runs_later_root` for a *file* being written at ``path``: also a file named
+    ``.git`` (:data:`GITFILE`)."""
+    hit = runs_later_root(path)
+    if hit is None and posixpath.basename(posixpath.normpath(path)) == ".git":
+        return path, GITFILE
+    return hit
+
+
 def named_by(root: str, patterns: Iterable[str], expand: Callable[[str], str]) -> bool:
     """Whether one of ``patterns`` names the listed path ``root`` by exact name: its
     literal prefix (``expand`` gives it, resolved) is ``root`` or lies below it.
