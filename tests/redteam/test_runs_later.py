@@ -208,3 +208,31 @@ def test_a_gitfile_cannot_be_pointed_at_a_crafted_repository(tmp_path: Path) -> 
     assert not (bare / ".git").exists() and (bare / ".git.charter-refused").exists()
     subprocess.run(["git", "status"], cwd=bare, capture_output=True)
     assert not marker.exists()
+
+
+def test_the_repository_a_gitfile_names_is_protected_too(tmp_path: Path) -> None:
+    """``git init --separate-git-dir`` and worktrees keep config and hooks away from the
+    checkout: under a writable root they are held read-only like ``.git/config``."""
+    marker = tmp_path / "PWNED"
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    checkout = ws / "app"
+    subprocess.run(
+        ["git", "init", "-q", f"--separate-git-dir={ws / 'gd'}", str(checkout)], check=True
+    )
+    subprocess.run(["git", "-C", str(ws / "gd"), "config", "user.name", "t"], check=True)
+    config = (ws / "gd" / "config").read_text()
+    obs = run(
+        ws,
+        sh(f"echo '[core] fsmonitor = touch {marker} #' >> gd/config; echo rc=$?"),
+        sh(f"echo 'touch {marker}' > gd/hooks/post-checkout; echo rc=$?"),
+        sh("echo hi > app/readme.txt && cat app/readme.txt"),  # the twin
+        tc("write", path="gd/config", content=f"[core]\n\tfsmonitor = touch {marker} #\n"),
+        tc("write", path="gd/hooks/pre-commit", content=f"touch {marker}\n"),
+    )
+    assert "runs later" in text(obs[3]) and "runs later" in text(obs[4]), obs[3:]
+    assert "rc=0" not in obs[0]["stdout"] and "rc=0" not in obs[1]["stdout"], obs[:2]
+    assert (ws / "gd" / "config").read_text() == config
+    assert obs[2]["stdout"] == "hi\n", obs[2]
+    subprocess.run(["git", "status"], cwd=checkout, capture_output=True)
+    assert not marker.exists()

@@ -16,6 +16,7 @@ git, direnv, npm and the four coding CLIs read at start-up.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -130,13 +131,42 @@ def runs_later_root(path: str) -> tuple[str, RunsLater] | None:
 GITFILE = RunsLater(".git", "a .git file names the repository git uses, config and hooks too")
 
 
+#: What git runs from any repository directory, whatever it is called (``--separate-git-dir``,
+#: a bare ``x.git``, the main repository of a worktree): recognised by its ``HEAD`` file
+#: and ``objects`` directory.
+GIT_DIR_ENTRIES = {
+    "config": RunsLater("<repository>/config", "git reads it: core.fsmonitor, aliases, drivers"),
+    "hooks": RunsLater("<repository>/hooks", "git runs them on commit, checkout and push"),
+    "commondir": RunsLater("<repository>/commondir", "points git at another repository"),
+}
+
+
+def is_git_dir(path: str) -> bool:
+    """Whether ``path`` looks like a repository directory (``HEAD`` and ``objects/``)."""
+    return os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(
+        os.path.join(path, "objects")
+    )
+
+
 def written_runs_later(path: str) -> tuple[str, RunsLater] | None:
-    """:func:`runs_later_root` for a *file* being written at ``path``: also a file named
-    ``.git`` (:data:`GITFILE`)."""
+    """:func:`runs_later_root` for a *file* being written at ``path`` (absolute,
+    resolved), also: a file named ``.git`` (:data:`GITFILE`) and a repository
+    directory's ``config``, ``hooks/...`` or ``commondir`` whatever the directory is
+    called (:data:`GIT_DIR_ENTRIES`; this looks at the filesystem)."""
     hit = runs_later_root(path)
-    if hit is None and posixpath.basename(posixpath.normpath(path)) == ".git":
-        return path, GITFILE
-    return hit
+    if hit is not None:
+        return hit
+    norm = posixpath.normpath(path)
+    if posixpath.basename(norm) == ".git":
+        return norm, GITFILE
+    parts = norm.split("/")
+    for i in range(len(parts) - 1, 0, -1):
+        entry = GIT_DIR_ENTRIES.get(parts[i])
+        if entry is not None and (i == len(parts) - 1 or parts[i] == "hooks"):
+            parent = "/".join(parts[:i]) or "/"
+            if is_git_dir(parent):
+                return "/".join(parts[: i + 1]), entry
+    return None
 
 
 def named_by(root: str, patterns: Iterable[str], expand: Callable[[str], str]) -> bool:

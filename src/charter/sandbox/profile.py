@@ -456,6 +456,7 @@ def build_profile(
     ]
     gits = {os.path.join(b, ".git") for b in bases}
     gits.update(p[: p.index("/.git/") + 5] for p in later if "/.git/" in p)
+    gits.update(os.path.dirname(p) for p in later if os.path.basename(p) in _GIT_LATER)
     candidates = [os.path.join(b, n) for b in bases for n in (*sorted(entry_names()), ".git")]
     candidates += [os.path.join(g, n) for g in sorted(gits) for n in _GIT_LATER]
     absent = tuple(c for c in dict.fromkeys(candidates) if not exempt(c) and not look.lexists(c))
@@ -571,9 +572,12 @@ def _list_directory(
             entries = list(it)
     except OSError:
         return None
-    from charter.policy.runs_later import runs_later, tail_names
+    from charter.policy.runs_later import GIT_DIR_ENTRIES, runs_later, tail_names
 
     tails = tail_names()
+    # a repository directory whatever its name (``--separate-git-dir``, a bare ``x.git``)
+    names = {entry.name for entry in entries}
+    repository = "HEAD" in names and "objects" in names
     masked: list[str] = []
     readonly: list[str] = []
     later: list[str] = []
@@ -582,7 +586,9 @@ def _list_directory(
     for entry in entries:
         path = entry.path
         name = entry.name
-        if name in tails and runs_later(path) is not None:
+        if name in tails and (
+            runs_later(path) is not None or (name in GIT_DIR_ENTRIES and repository)
+        ):
             later.append(path)
         elif name == ".git" and not entry.is_dir(follow_symlinks=False):
             later.append(path)  # a gitfile: it names the repository git uses
