@@ -236,3 +236,27 @@ def test_the_repository_a_gitfile_names_is_protected_too(tmp_path: Path) -> None
     assert obs[2]["stdout"] == "hi\n", obs[2]
     subprocess.run(["git", "status"], cwd=checkout, capture_output=True)
     assert not marker.exists()
+
+
+def test_a_new_file_that_runs_later_deeper_down_is_moved_aside(repo: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "PWNED"
+    fsmonitor = f"[core]\\n\\tfsmonitor = touch {marker} #\\n"
+    obs = run(
+        repo,
+        sh(
+            'mkdir -p sub/deep && git init -q sub/deep && python3 -c "'
+            f"open('sub/deep/.git/config', 'a').write('{fsmonitor}'); "
+            "import os; os.makedirs('sub/.vscode'); "
+            "open('sub/.vscode/tasks.json', 'w').write('{}')\"; echo rc=$?"
+        ),
+        sh("mkdir -p lib && echo 'x = 1' > lib/m.py && cat lib/m.py"),  # the twin
+    )
+    assert "rc=0" in obs[0]["stdout"], obs[0]
+    refused = obs[0]["sandbox"]["refused_paths"]
+    assert str(repo / "sub" / ".vscode") in refused
+    assert str(repo / "sub" / "deep" / ".git" / "config") in refused
+    assert not (repo / "sub" / ".vscode").exists()
+    assert (repo / "sub" / ".vscode.charter-refused" / "tasks.json").exists()
+    subprocess.run(["git", "status"], cwd=repo / "sub" / "deep", capture_output=True)
+    assert not marker.exists()
+    assert obs[1]["stdout"] == "x = 1\n" and obs[1]["sandbox"]["notes"] == [], obs[1]

@@ -210,10 +210,24 @@ class Sandbox:
 
     def take_planted(self) -> list[tuple[str, str]]:
         """After a run: move aside the files that run later it created where none was
-        (:mod:`charter.sandbox.planted`); the next :meth:`receipt` reports them."""
+        (:mod:`charter.sandbox.planted`); the next :meth:`receipt` reports them.
+
+        Besides the profile's ``absent_later`` (the roots' own places), the profile is
+        built again: a file that runs later it now holds read-only and did not before
+        (a new ``sub/.vscode``, ``git init sub``'s ``sub/.git/config``) was created
+        during the run."""
+        from charter.policy.runs_later import written_runs_later
+
         from .planted import take_planted
 
-        moved = take_planted(self.profile.absent_later)
+        paths = list(self.profile.absent_later)
+        if self._compiled is None:  # frames to build from (a launch keeps its compiled one)
+            before = set(self.profile.readonly)
+            after = self._build()
+            paths += [
+                p for p in after.readonly if p not in before and written_runs_later(p) is not None
+            ]
+        moved = take_planted(dict.fromkeys(paths))
         self._planted.extend(moved)
         return moved
 
