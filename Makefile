@@ -84,13 +84,13 @@ browser:
 	echo "browser: installing Debian's chromium"; \
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 
-# bubblewrap (and socat, the sandbox network proxy's bridge without a C compiler; gcc builds the
-# Landlock helper, which also bridges) for charter.sandbox and the bash
+# bubblewrap (gcc builds the Landlock helper, which also bridges the sandbox network
+# proxy and applies the unix-socket filter) for charter.sandbox and the bash
 # tool's tests, strace for the policy-vs-execve property test, docker-compose to validate
 # deploy/compose.yaml, iproute2 (`ip netns`) for the simulated-hosts replica tests. Installed
 # with apt-get when missing and running as root; otherwise an error under CI=true, a notice
 # (tests skip) elsewhere.
-SANDBOX_TOOLS := bwrap:bubblewrap socat:socat strace:strace docker-compose:docker-compose cc:gcc \
+SANDBOX_TOOLS := bwrap:bubblewrap strace:strace docker-compose:docker-compose cc:gcc \
   ip:iproute2
 
 sandbox-tools:

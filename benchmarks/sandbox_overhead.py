@@ -4,9 +4,12 @@ Runs the same command (``true``) through the real ``bash`` tool handler: unsandb
 (no policy active: plain ``bash --noprofile --norc -c``), sandboxed with the network
 off (``network.deny = ["*"]``) with and without the Landlock helper, and sandboxed with
 the network through charter's proxy (``network.allow``), bridged by the helper or, without
-it, by socat. The modes take turns in blocks, so a busy machine slows them alike. Prints
+it, by charter's Python. With the network restricted each sandboxed call also gets the
+seccomp filter refusing unix sockets, and bubblewrap reads the environment from a
+descriptor. The modes take turns in blocks, so a busy machine slows them alike. Prints
 p50 / p99 per mode and the p50 added by the sandbox. Goal: under 15 ms added at p50;
-Landlock itself about 1 ms.
+Landlock itself about 1 ms. "without the unix filter" is the same call with the seccomp
+filter left out: the difference is what the filter costs.
 
 The workspace is left alone for a second before measuring: the profile builder lists a
 directory modified within the last second again on every call (mtimes are too coarse to
@@ -29,7 +32,7 @@ from typing import Any
 
 from charter.agent.builtins import builtin_tools
 from charter.policy import with_execution_policy
-from charter.sandbox import available
+from charter.sandbox import available, bwrap
 from charter.sandbox.landlock import build_helper
 
 
@@ -40,6 +43,15 @@ def landlock_helper(on: bool) -> None:
     else:
         os.environ["CHARTER_LANDLOCK"] = "off"
     build_helper(refresh=True)
+
+
+_FILTER = bwrap.restricted_network_filter
+
+
+def unix_filter(on: bool) -> None:
+    """Switch the unix-socket seccomp filter on or off (off: what the sandbox cost before
+    it existed, measured in the same run for the difference it makes)."""
+    bwrap.restricted_network_filter = _FILTER if on else (lambda profile: None)
 
 
 def measure(
@@ -67,6 +79,7 @@ def measure(
         for _ in range(rounds):
             for label, policy, helper in modes:
                 landlock_helper(helper)
+                unix_filter("without the unix filter" not in label)
                 for i in range(n // rounds + 3):
                     elapsed = await one(policy)
                     if i >= 3:  # warm-up
@@ -74,6 +87,7 @@ def measure(
 
     asyncio.run(go())
     landlock_helper(True)
+    unix_filter(True)
     return times
 
 
@@ -104,9 +118,10 @@ def main() -> None:
         modes: list[tuple[str, dict[str, Any] | None, bool]] = [
             ("unsandboxed (no policy)", None, True),
             ("sandboxed, network none", none, True),
+            ("  none, without the unix filter", none, True),
             ("  none, without Landlock", none, False),
             ("sandboxed, network proxy", proxy, True),
-            ("  proxy, no helper (socat)", proxy, False),
+            ("  proxy, no helper (Python)", proxy, False),
         ]
         time.sleep(1.1)  # see the module docstring
         helper = build_helper()
@@ -115,13 +130,13 @@ def main() -> None:
             f"Landlock ABI {available().landlock_abi}, helper "
             + (helper.path or f"unavailable ({helper.reason})")
         )
-        print(f"{'mode':28} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10}")
+        print(f"{'mode':32} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10}")
         times = measure(str(ws), modes, args.n)
         baseline = statistics.median(times[modes[0][0]])
         for label, policy, _ in modes:
             p50 = statistics.median(times[label])
             added = "" if policy is None else f"{p50 - baseline:+.1f}"
-            print(f"{label:28} {p50:8.1f} {pct(times[label], 0.99):8.1f} {added:>10}")
+            print(f"{label:32} {p50:8.1f} {pct(times[label], 0.99):8.1f} {added:>10}")
 
 
 if __name__ == "__main__":

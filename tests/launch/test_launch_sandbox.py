@@ -156,3 +156,48 @@ def test_persona_json_sets_the_mode(project: Path, tmp_path: Path) -> None:
     pj.write_text(json.dumps({**data, "sandbox": "sometimes"}))
     out = charter("print-policy", "claude", "p", cwd=project, env=env)
     assert out.returncode != 0 and "expected one of auto, always, never" in out.stdout + out.stderr
+
+
+def test_the_users_environment_is_on_no_command_line(project: Path, tmp_path: Path) -> None:
+    """Issue 29 class 10: bubblewrap got the launched CLI's environment (API keys
+    included) as ``--setenv`` arguments, readable in ``/proc/<pid>/cmdline`` by any local
+    user while the CLI ran; now it reads it from a descriptor."""
+    import hashlib
+    import os
+
+    secret = "sk-ant-api03-" + "z" * 30
+    make_persona(project / ".personas", "p", policy={"paths": {"allow": ["./"]}})
+    bindir = tmp_path / "bin"
+    script = (
+        "#!/bin/bash\nsleep 1.5\n"
+        'printf %s "$ANTHROPIC_API_KEY" | sha256sum | cut -d" " -f1 > "$PWD/key.sha"\n'
+    )
+    cli = write(bindir / "claude", script)
+    cli.chmod(cli.stat().st_mode | stat.S_IXUSR)
+    seen: list[bytes] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            for pid in os.listdir("/proc"):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                        line = fh.read()
+                except OSError:
+                    continue
+                if secret.encode() in line:
+                    seen.append(line)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        out = charter(
+            "launch", "claude", "p", cwd=project, env=env_with(bindir, ANTHROPIC_API_KEY=secret)
+        )
+    finally:
+        stop.set()
+        watcher.join()
+    assert out.returncode == 0, out.stderr
+    # the twin: the CLI inside had the key
+    assert (project / "key.sha").read_text().strip() == hashlib.sha256(secret.encode()).hexdigest()
+    assert seen == []

@@ -76,7 +76,7 @@ def workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def no_helper(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No Landlock helper (as without a C compiler): bubblewrap alone, socat or Python
+    """No Landlock helper (as without a C compiler): bubblewrap alone, charter's Python
     bridging the proxy."""
     from charter.sandbox import landlock
 

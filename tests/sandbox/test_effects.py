@@ -291,18 +291,9 @@ def test_bundled_bwrap_from_the_wheel_enforces_the_same(
     assert twin["stdout"] == "public notes\n"
 
 
-@pytest.mark.parametrize("socat", [True, False], ids=["socat", "python"])
-def test_proxy_without_the_helper_bridges_with_socat_or_python(
-    workspace: Path, server: Server, monkeypatch: pytest.MonkeyPatch, no_helper: None, socat: bool
+def test_proxy_without_the_helper_bridges_with_python(
+    workspace: Path, server: Server, no_helper: None
 ) -> None:
-    import shutil as real_shutil
-
-    which = real_shutil.which
-    if not socat:
-        monkeypatch.setattr(
-            "charter.sandbox.bwrap.shutil.which",
-            lambda name, *a, **k: None if name == "socat" else which(name, *a, **k),
-        )
     policy = {**POLICY, "network": {"allow": ["127.0.0.1"]}}
     twin = run_bash(workspace, f"curl -s -m 5 http://127.0.0.1:{server.port}/py", policy)
     assert twin["stdout"] == "hello from 127.0.0.1\n", twin
@@ -327,7 +318,10 @@ def test_extra_writable_roots_for_a_launched_cli(workspace: Path) -> None:
         )
         with box:
             argv = box.wrap(shell_argv(f"echo saved > {state}/config.json; cat {state}/id_rsa"))
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+            proc = subprocess.run(
+                argv, capture_output=True, text=True, timeout=30, pass_fds=argv.pass_fds
+            )
+            argv.close()
         assert (state / "config.json").read_text() == "saved\n"
         assert "KEY" not in proc.stdout  # denied names under the extra root stay masked
     finally:

@@ -55,7 +55,7 @@ def checks(cwd: str | None = None) -> list[dict[str, Any]]:
             else "no mount namespace: launches fall back to swap mode",
         }
     )
-    # bubblewrap, the network proxy's socat and Landlock, as charter.sandbox probes them
+    # bubblewrap, the network proxy's bridge and Landlock, as charter.sandbox probes them
     out.extend(sandbox_diagnostics())
     manifest = load_manifest(cwd=cwd)
     roots = ", ".join(f"{p} ({o})" for p, o in manifest.persona_roots) or "none"

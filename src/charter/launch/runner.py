@@ -199,8 +199,10 @@ def check_binary(job: Job) -> str:
 
 
 def _run_child(argv: list[str], job: Job) -> int:
+    # a sandboxed argv carries its environment in a descriptor (never on the command line)
+    fds = getattr(argv, "pass_fds", ())
     try:
-        child = subprocess.Popen(argv, env=job.full_env(), cwd=job.workspace)
+        child = subprocess.Popen(argv, env=job.full_env(), cwd=job.workspace, pass_fds=fds)
     except (FileNotFoundError, PermissionError):  # vanished or changed since check_binary
         raise LaunchError(
             f"{job.tool}: could not start {job.argv[0]} (install {job.npm_package}; "
@@ -255,6 +257,10 @@ def _run_sandboxed(job: Job, overlay_path: str) -> int:
         )
         if compiled.profile.network is NetworkMode.PROXY and not info.proxy_ok:
             compiled, needed = None, ("network",)
+        elif not compiled.profile.scan_complete:  # fail closed: unscanned names unmasked
+            from charter.sandbox.runner import incomplete_scan
+
+            raise LaunchError(f"{job.tool}: {incomplete_scan(compiled.profile).message}", 1)
     if compiled is None:
         if not needed:  # restricts nothing the sandbox enforces, and none can be made
             return _run_child(job.argv, job)
@@ -302,7 +308,10 @@ def _run_sandboxed(job: Job, overlay_path: str) -> int:
             binds=binds,
             writable_binds=[job.tmpdir],  # as root it is under /run, private inside
         )
-        status = _run_child(argv, job)
+        try:
+            status = _run_child(argv, job)
+        finally:
+            argv.close()
     finally:
         sandbox.stop()
     for refusal in sandbox.receipt(status).refused_hosts:

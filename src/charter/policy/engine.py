@@ -13,7 +13,7 @@ from .levels import SideEffectLevel
 from .names import NameMatcher, canonical_name
 from .network import DEFAULT_SCHEMES, DomainRule, HostError, parse_target
 from .paths import PathContext, expand_pattern, make_context, resolve_target, sensitive_names
-from .runs_later import judges, named_by, runs_later_root
+from .runs_later import judges, named_by, written_runs_later
 from .shell import CommandParseError, SimpleCommand, expand_argv, parse_command_line
 
 _PATH_KINDS = READ_KINDS | WRITE_KINDS
@@ -524,7 +524,7 @@ def _check_runs_later(
     ``.envrc``, ``.vscode/``: :mod:`charter.policy.runs_later`) be written only when each
     of its allow groups names it by exact name: otherwise a write tool, which runs on the
     host, could plant what the user's next command runs outside any sandbox."""
-    hit = runs_later_root(resolved)
+    hit = written_runs_later(resolved)
     if hit is None:
         return
     root, entry = hit

@@ -16,6 +16,7 @@ git, direnv, npm and the four coding CLIs read at start-up.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -109,12 +110,62 @@ def runs_later_root(path: str) -> tuple[str, RunsLater] | None:
     norm = posixpath.normpath(path)
     absolute = norm.startswith("/")
     parts = tuple(p for p in norm.split("/") if p not in ("", "."))
+    tails = tail_names()
+    if not any(p in tails for p in parts):  # a match ends at an entry's last component
+        return None
     for end in range(1, len(parts) + 1):
+        if parts[end - 1] not in tails:
+            continue
         prefix = parts[:end]
         for entry in RUNS_LATER:
             if _glob(entry.pattern, prefix):
                 root = "/".join(prefix)
                 return ("/" + root if absolute else root), entry
+    return None
+
+
+#: A *file* named ``.git`` (a gitfile, ``gitdir: <path>``: worktrees and submodules) tells
+#: git where the repository is, its config and hooks included. Not on :data:`RUNS_LATER`
+#: (a ``.git`` directory stays writable: objects, refs, the index); a writer of files is
+#: never writing a ``.git`` directory, so :func:`written_runs_later` counts it.
+GITFILE = RunsLater(".git", "a .git file names the repository git uses, config and hooks too")
+
+
+#: What git runs from any repository directory, whatever it is called (``--separate-git-dir``,
+#: a bare ``x.git``, the main repository of a worktree): recognised by its ``HEAD`` file
+#: and ``objects`` directory.
+GIT_DIR_ENTRIES = {
+    "config": RunsLater("<repository>/config", "git reads it: core.fsmonitor, aliases, drivers"),
+    "hooks": RunsLater("<repository>/hooks", "git runs them on commit, checkout and push"),
+    "commondir": RunsLater("<repository>/commondir", "points git at another repository"),
+}
+
+
+def is_git_dir(path: str) -> bool:
+    """Whether ``path`` looks like a repository directory (``HEAD`` and ``objects/``)."""
+    return os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(
+        os.path.join(path, "objects")
+    )
+
+
+def written_runs_later(path: str) -> tuple[str, RunsLater] | None:
+    """:func:`runs_later_root` for a *file* being written at ``path`` (absolute,
+    resolved), also: a file named ``.git`` (:data:`GITFILE`) and a repository
+    directory's ``config``, ``hooks/...`` or ``commondir`` whatever the directory is
+    called (:data:`GIT_DIR_ENTRIES`; this looks at the filesystem)."""
+    hit = runs_later_root(path)
+    if hit is not None:
+        return hit
+    norm = posixpath.normpath(path)
+    if posixpath.basename(norm) == ".git":
+        return norm, GITFILE
+    parts = norm.split("/")
+    for i in range(len(parts) - 1, 0, -1):
+        entry = GIT_DIR_ENTRIES.get(parts[i])
+        if entry is not None and (i == len(parts) - 1 or parts[i] == "hooks"):
+            parent = "/".join(parts[:i]) or "/"
+            if is_git_dir(parent):
+                return "/".join(parts[: i + 1]), entry
     return None
 
 
@@ -135,7 +186,8 @@ def named_by(root: str, patterns: Iterable[str], expand: Callable[[str], str]) -
 @lru_cache(maxsize=1)
 def tail_names() -> frozenset[str]:
     """The last component of every entry (``config``, ``hooks``, ``.bashrc``...): a
-    directory entry whose name is not here cannot itself be on the list."""
+    directory entry whose name is not here cannot itself be on the list. (Every entry
+    ends in a literal name, never a glob.)"""
     return frozenset(e.pattern.rsplit("/", 1)[-1] for e in RUNS_LATER)
 
 

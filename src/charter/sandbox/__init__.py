@@ -8,8 +8,10 @@ the same effective policy:
 - :func:`build_profile` -> :class:`SandboxProfile` (read-only view of ``/``, writable
   only where ``paths`` allow writes, denied and sensitive paths masked, network mode);
 - :func:`bwrap_argv` turns a profile into a bubblewrap command line (new PID, IPC, UTS
-  namespaces, ``--die-with-parent``, ``--new-session``, a clean environment; bubblewrap
-  always sets no-new-privileges);
+  namespaces, ``--die-with-parent``, ``--new-session``, a clean environment passed
+  through a descriptor, never argv: a :class:`Wrapped`; bubblewrap always sets
+  no-new-privileges), and with a restricted network a seccomp filter refusing unix
+  sockets (:mod:`charter.sandbox.seccomp`);
 - :class:`NetworkProxy` is the only way out of a ``PROXY`` network namespace: every host
   is decided by :mod:`charter.policy`'s network rules;
 - :class:`Sandbox` ties these together for one policy stack and workspace (one-shot
@@ -18,6 +20,8 @@ the same effective policy:
   from the same profile inside bubblewrap (and bridges the proxy port);
 - :func:`run_command` runs one command under the active stack's sandbox (the built-in
   ``bash`` tool uses it; custom ``kind = "execute"`` tools opt in by calling it);
+- :mod:`charter.sandbox.planted` moves aside a file that runs later which a call
+  created where none was (there was nothing to mount read-only);
 - :func:`available` / :func:`diagnostics` say what this machine can do.
 """
 
@@ -29,7 +33,7 @@ from charter._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .availability import Availability, available, diagnostics, install_hint, landlock_abi
-    from .bwrap import BASE_ENV, PROXY_PORT, bwrap_argv, bwrap_path, sandbox_env
+    from .bwrap import BASE_ENV, PROXY_PORT, Wrapped, bwrap_argv, bwrap_path, sandbox_env
     from .execute import SHELL_STARTUP_VARS, run_command
     from .profile import NetworkMode, SandboxProfile, build_profile, network_mode, writable_roots
     from .proxy import NetworkProxy, decide_host
@@ -48,6 +52,7 @@ _LAZY = {
     "BASE_ENV": "bwrap",
     "PROXY_PORT": "bwrap",
     "bwrap_argv": "bwrap",
+    "Wrapped": "bwrap",
     "bwrap_path": "bwrap",
     "sandbox_env": "bwrap",
     "SHELL_STARTUP_VARS": "execute",
@@ -87,6 +92,7 @@ __all__ = [
     "available",
     "build_profile",
     "bwrap_argv",
+    "Wrapped",
     "bwrap_path",
     "decide_host",
     "diagnostics",

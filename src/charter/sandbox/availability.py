@@ -95,15 +95,18 @@ def _ask_landlock_abi() -> int | None:
 def install_hint() -> str:
     """How to get bubblewrap on this system (the distribution's package)."""
     for manager, command in (
-        ("apt-get", "sudo apt-get install bubblewrap socat"),
-        ("dnf", "sudo dnf install bubblewrap socat"),
-        ("pacman", "sudo pacman -S bubblewrap socat"),
-        ("apk", "sudo apk add bubblewrap socat"),
-        ("zypper", "sudo zypper install bubblewrap socat"),
+        ("apt-get", "sudo apt-get install bubblewrap gcc"),
+        ("dnf", "sudo dnf install bubblewrap gcc"),
+        ("pacman", "sudo pacman -S bubblewrap gcc"),
+        ("apk", "sudo apk add bubblewrap gcc musl-dev"),
+        ("zypper", "sudo zypper install bubblewrap gcc"),
     ):
         if shutil.which(manager):
             return command
-    return "install the 'bubblewrap' and 'socat' packages of your distribution"
+    return (
+        "install the 'bubblewrap' package of your distribution (and a C compiler: "
+        "Landlock and a fast proxy bridge)"
+    )
 
 
 #: How long a successful probe stays valid on disk (a launch is a new process each time).
@@ -211,7 +214,7 @@ def _run_probe(binary: str) -> tuple[bool, str | None, str | None]:
 
 
 def available(*, refresh: bool = False) -> Availability:
-    """Probe bubblewrap (a real sandboxed ``/bin/true``), socat and Landlock; cached."""
+    """Probe bubblewrap (a real sandboxed ``/bin/true``) and Landlock; cached."""
     if refresh:
         _probe.cache_clear()
         landlock_abi.cache_clear()
@@ -227,7 +230,7 @@ def available(*, refresh: bool = False) -> Availability:
         ok, version, problem = _probe(binary)
         if problem:
             reasons.append(problem)
-    # The proxy bridge uses socat when installed and charter's own Python otherwise.
+    # The proxy bridge is charter's helper, or its own Python without a C compiler.
     return Availability(ok, binary, version, ok, landlock_abi(), tuple(reasons))
 
 
@@ -237,12 +240,7 @@ def diagnostics() -> list[dict[str, Any]]:
 
     info = available()
     helper = build_helper()
-    if helper.path:
-        bridge = "charter's helper"
-    elif shutil.which("socat"):
-        bridge = "socat"
-    else:
-        bridge = "Python (install a C compiler or socat: faster start)"
+    bridge = "charter's helper" if helper.path else "Python (install a C compiler: faster start)"
     if info.landlock_abi and helper.path:
         landlock = {
             "status": "ok",

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
+import weakref
 from collections.abc import Mapping, Sequence
 
 from .landlock import bridge_args, landlock_args
 from .profile import NetworkMode, SandboxProfile
+from .seccomp import PY_APPLY, unix_socket_filter
 
 #: Port the in-sandbox bridge listens on (loopback of the sandbox's own network namespace).
 PROXY_PORT = 3128
@@ -18,27 +21,14 @@ _RUN_DIRS = ("/run", "/var/run")
 #: Variables a sandboxed shell gets by default (values copied from charter's environment).
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME")
 
-# Started inside the sandbox when the network goes through the proxy: socat bridges the
-# sandbox's loopback port to the proxy's unix socket (bound in), and the command starts
-# once the port is listening (0x0C38 = 3128 in /proc/net/tcp). The wait reads
-# /proc/net/tcp with shell built-ins (no fork per poll): socat listens within a few ms.
-_BRIDGE = (
-    '"{socat}" TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr "UNIX-CONNECT:{sock}" '
-    "</dev/null >/dev/null 2>&1 & "
-    'i=0; up=; while [ -z "$up" ] && [ $i -lt 5000 ]; do i=$((i+1)); '
-    'while read -r _ local _ _ && [ -z "$up" ]; do '
-    'case "$local" in *:{hexport}) up=1;; esac; done </proc/net/tcp; '
-    "[ $i -gt 500 ] && sleep 0.01; done; "
-    'exec "$@"'
-)
-
-
-# The same bridge without socat (a pip-only install): charter's own Python listens first,
-# forks the bridging child (its stdio on /dev/null), then execs the command, so no
-# polling is needed; slower to start (an interpreter) than socat, hence the fallback.
-_PY_BRIDGE = """
+# The bridge without charter's helper (no C compiler): charter's own Python listens
+# first, forks the bridging child (its stdio on /dev/null), applies the unix-socket
+# filter to itself (the child keeps its socket to the proxy), then execs the command.
+_PY_BRIDGE = (
+    PY_APPLY
+    + """
 import os, socket, sys, threading
-path, port, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+path, port, seccomp, cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 srv = socket.socket()
 srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", port))
@@ -71,20 +61,78 @@ if os.fork() == 0:
         conn, _ = srv.accept()
         threading.Thread(target=serve, args=(conn,), daemon=True).start()
 srv.close()
+_apply_filter(seccomp)
 os.execvp(cmd[0], cmd)
 """
+)
 
 
-def bridge_argv(proxy_socket: str) -> list[str]:
-    """The in-sandbox prefix that bridges ``127.0.0.1:PROXY_PORT`` to ``proxy_socket``
-    and then runs the command appended to it (socat when installed, else Python)."""
-    socat = shutil.which("socat")
-    if socat:
-        script = _BRIDGE.format(
-            socat=socat, port=PROXY_PORT, sock=proxy_socket, hexport=f"{PROXY_PORT:04X}"
+class Wrapped(list[str]):
+    """A wrapped argv and the descriptors bubblewrap reads: its environment and, without
+    charter's helper, the seccomp filter.
+
+    The environment is never on the command line (``/proc/<pid>/cmdline`` is readable
+    by every local user): it is written to a memory file, which bubblewrap reads with
+    ``--args FD``. Run it with ``pass_fds=wrapped.pass_fds`` (without, bubblewrap fails
+    to start: nothing runs with a missing environment or filter), then :meth:`close` it.
+    """
+
+    def __init__(self, argv: Sequence[str], fds: Sequence[int]) -> None:
+        super().__init__(argv)
+        self.pass_fds: tuple[int, ...] = tuple(fds)
+        self._finalizer = weakref.finalize(self, _close_quietly, self.pass_fds)
+
+    def close(self) -> None:
+        """Close the descriptors (once the process has started: it holds its copies)."""
+        self._finalizer()
+
+
+def _close_quietly(fds: Sequence[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def env_fd(env: Mapping[str, str]) -> int:
+    """A memory file holding ``--setenv KEY VALUE`` for each of ``env``, NUL-separated
+    (bubblewrap's ``--args`` format), positioned at its start."""
+    return memory_file(
+        b"".join(
+            b"--setenv\0" + os.fsencode(key) + b"\0" + os.fsencode(value) + b"\0"
+            for key, value in env.items()
         )
-        return ["/bin/sh", "-c", script, "charter-sandbox"]
-    return [sys.executable, "-I", "-S", "-c", _PY_BRIDGE, proxy_socket, str(PROXY_PORT)]
+    )
+
+
+def memory_file(data: bytes) -> int:
+    """A memory file holding ``data``, positioned at its start."""
+    fd = os.memfd_create("charter-sandbox", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def bridge_argv(proxy_socket: str, seccomp: bytes) -> list[str]:
+    """The in-sandbox prefix (charter's Python) that bridges ``127.0.0.1:PROXY_PORT`` to
+    ``proxy_socket``, applies the ``seccomp`` filter
+    (:func:`charter.sandbox.seccomp.unix_socket_filter`) and runs the command appended.
+    (socat bridged here once; it cannot apply the filter after connecting.)"""
+    return [
+        sys.executable,
+        "-I",
+        "-S",
+        "-c",
+        _PY_BRIDGE,
+        proxy_socket,
+        str(PROXY_PORT),
+        seccomp.hex(),
+    ]
 
 
 def bwrap_path() -> str | None:
@@ -142,6 +190,26 @@ def sandbox_env(
     return env
 
 
+def interpreter_roots() -> list[str]:
+    """Where charter's Python lives: the virtualenv (``sys.prefix``), the installation it
+    comes from (``sys.base_prefix``) and the real interpreter's directory."""
+    real = os.path.dirname(os.path.realpath(sys.executable))
+    roots = [sys.prefix, sys.base_prefix, os.path.dirname(sys.executable), real]
+    return [r for r in dict.fromkeys(os.path.realpath(r) for r in roots) if os.path.isdir(r)]
+
+
+def restricted_network_filter(profile: SandboxProfile) -> bytes | None:
+    """The unix-socket filter a profile with a restricted network needs (None: the
+    network is the host's). Raises :class:`ValueError` when this machine has none (the
+    caller must not run the command: :func:`charter.sandbox.sandbox_for` refuses first)."""
+    if profile.network is NetworkMode.HOST:
+        return None
+    seccomp = unix_socket_filter()
+    if seccomp is None:
+        raise ValueError("no seccomp filter for this architecture: unix sockets stay open")
+    return seccomp
+
+
 def bwrap_argv(
     profile: SandboxProfile,
     command: Sequence[str],
@@ -155,21 +223,24 @@ def bwrap_argv(
     helper: str | None = None,
     landlock_abi: int | None = None,
     writable_binds: Sequence[str] = (),
-) -> list[str]:
-    """The full argv running ``command`` under ``profile``.
+) -> Wrapped:
+    """The full argv running ``command`` under ``profile``: a :class:`Wrapped`, to run
+    with its ``pass_fds``.
 
     ``env`` is the complete environment inside (``--clearenv`` drops everything else;
-    build it with :func:`sandbox_env`). ``proxy_socket`` (the unix socket of a running
-    :class:`charter.sandbox.NetworkProxy`) is required when the profile's network mode is
-    ``PROXY``. ``new_session=False`` keeps the controlling terminal, for an interactive
-    CLI; a one-shot shell keeps the default (no TIOCSTI into the caller's terminal).
+    build it with :func:`sandbox_env`), passed through a descriptor, never argv.
+    ``proxy_socket`` (the unix socket of a running :class:`charter.sandbox.NetworkProxy`)
+    is required when the profile's network mode is ``PROXY``. ``new_session=False``
+    keeps the controlling terminal, for an interactive CLI; a one-shot shell keeps the
+    default (no TIOCSTI into the caller's terminal).
 
     ``writable_binds`` are directories of the caller (a launch's temp dir) bound
     read-write when the profile lets them be written, even under a private ``/run``.
 
     ``helper`` is the compiled ``landlock_exec`` (:func:`charter.sandbox.landlock.build_helper`):
-    when given, it bridges the proxy port (instead of socat) and, with ``landlock_abi``,
-    applies the profile's Landlock rules just before ``command`` runs.
+    when given, it bridges the proxy port and, with ``landlock_abi``, applies the
+    profile's Landlock rules just before ``command`` runs; with a restricted network it
+    applies the unix-socket filter last (without it, charter's Python does both).
     """
     binary = bwrap or bwrap_path()
     if binary is None:
@@ -194,6 +265,13 @@ def bwrap_argv(
         raise ValueError(f"the helper {helper} is under a masked path of the profile")
     if helper and any(_under(helper, d) for d in private):
         argv += ["--ro-bind", helper, helper]
+    if not helper and proxy_socket and profile.network is NetworkMode.PROXY:
+        # charter's Python bridges inside: it must be visible wherever it is installed (a
+        # virtualenv under /tmp sits under the sandbox's private /tmp). Mounted before the
+        # writable roots and masks, which then apply on top of it as everywhere else.
+        for root in interpreter_roots():
+            if any(_under(root, d) for d in private):
+                argv += ["--ro-bind", root, root]
     for keep in dict.fromkeys((workdir, profile.workspace)):
         if any(_under(keep, d) for d in private) and not any(
             _under(keep, w) for w in profile.writable
@@ -234,10 +312,11 @@ def bwrap_argv(
         argv.append("--new-session")
     argv.append("--clearenv")
     inside = env if env is not None else sandbox_env(profile)
-    for key, value in inside.items():
-        argv += ["--setenv", key, value]
+    argv += ["--args", "-"]  # the environment, through a descriptor (made last)
     argv += ["--chdir", workdir, "--"]
+    env_at = len(argv) - 4
     proxied = bool(proxy_socket) and profile.network is NetworkMode.PROXY
+    seccomp = restricted_network_filter(profile)
     if helper:
         argv.append(helper)
         if proxied:
@@ -247,8 +326,17 @@ def bwrap_argv(
             argv += landlock_args(
                 profile, landlock_abi, env=inside, private_dirs=private, extra_read=extra_read
             )
+        if seccomp:
+            argv += ["-x", seccomp.hex()]
         argv.append("--")
     elif proxied:
-        argv += bridge_argv(str(proxy_socket))
+        argv += bridge_argv(str(proxy_socket), seccomp or b"")
+    bwrap_filter = seccomp if seccomp and not helper and not proxied else None
     argv += list(command)
-    return argv
+    fds = [env_fd(inside)]
+    argv[env_at] = str(fds[0])
+    if bwrap_filter:
+        # no helper and no bridge: bubblewrap applies the filter itself, just before exec
+        fds.append(memory_file(bwrap_filter))
+        argv[env_at + 1 : env_at + 1] = ["--seccomp", str(fds[1])]
+    return Wrapped(argv, fds)

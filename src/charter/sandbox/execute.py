@@ -44,30 +44,43 @@ async def run_command(
         return {"status": "error", "error": box.message, "receipt": box.to_dict()}
     command = list(argv)
     child_env = {k: v for k, v in os.environ.items() if k not in SHELL_STARTUP_VARS}
+    wrapped = None
+    timed_out = False
+    out = err = b""
     if box is not None:
         box.start()
-        command = box.wrap(command, cwd=workspace, env=box.env(env))
+        command = wrapped = box.wrap(command, cwd=workspace, env=box.env(env))
     elif env:
         child_env.update(env)
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *command,
-            cwd=workspace,
-            env=child_env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *command,
+                cwd=workspace,
+                env=child_env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                pass_fds=wrapped.pass_fds if wrapped is not None else (),
+            )
+        finally:
+            if wrapped is not None:
+                wrapped.close()  # bubblewrap holds its own copy
         try:
             out, err = await asyncio.wait_for(proc.communicate(), timeout_s)
         except TimeoutError:
             proc.kill()
             await proc.wait()
-            return {"status": "error", "error": f"timed out after {timeout_s}s"}
+            timed_out = True
     finally:
         if box is not None:
             box.stop()
             box.take_planted()
+    if timed_out:  # what the sandbox moved aside is reported all the same
+        stopped: dict[str, Any] = {"status": "error", "error": f"timed out after {timeout_s}s"}
+        if box is not None:
+            stopped["sandbox"] = box.receipt(None).to_dict()
+        return stopped
     stderr = err.decode("utf-8", "replace")
     result: dict[str, Any] = {
         "status": "ok" if proc.returncode == 0 else "error",

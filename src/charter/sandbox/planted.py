@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterable
 
 #: Suffix of a file that ran later, moved aside (not on the list: nothing runs it).
@@ -32,6 +33,8 @@ def take_planted(absent: Iterable[str]) -> list[tuple[str, str]]:
         try:
             if not os.access(name, os.F_OK, dir_fd=fd, follow_symlinks=False):
                 continue
+            if name == ".git" and _is_dir(name, fd):
+                continue  # a new repository: its config, hooks and commondir are checked
             target = _free_name(name, fd)
             try:
                 os.rename(name, target, src_dir_fd=fd, dst_dir_fd=fd)
@@ -42,6 +45,13 @@ def take_planted(absent: Iterable[str]) -> list[tuple[str, str]]:
             with contextlib.suppress(OSError):
                 os.close(fd)
     return moved
+
+
+def _is_dir(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
 
 
 def _free_name(name: str, dir_fd: int) -> str:

@@ -423,7 +423,7 @@ def build_profile(
             "that were not masked"
         )
 
-    from charter.policy.runs_later import entry_names, named_by, runs_later_root
+    from charter.policy.runs_later import entry_names, named_by, runs_later_root, written_runs_later
 
     if any(_under(ctx.home, w) for w in writable):  # elsewhere the mounts are read-only
         for name in sorted(entry_names()):
@@ -439,8 +439,8 @@ def build_profile(
     def literal(pattern: str) -> str:
         return expand(pattern, ctx)[0]
 
-    def exempt(path: str) -> bool:
-        hit = runs_later_root(path)
+    def exempt(path: str) -> bool:  # ``later`` and the candidates are files or listed
+        hit = written_runs_later(path)
         if hit is None or any(_under(path, own) for own in own_trees):
             return True
         return bool(write_allow) and all(named_by(hit[0], g, literal) for g in write_allow)
@@ -456,7 +456,8 @@ def build_profile(
     ]
     gits = {os.path.join(b, ".git") for b in bases}
     gits.update(p[: p.index("/.git/") + 5] for p in later if "/.git/" in p)
-    candidates = [os.path.join(b, n) for b in bases for n in sorted(entry_names())]
+    gits.update(os.path.dirname(p) for p in later if os.path.basename(p) in _GIT_LATER)
+    candidates = [os.path.join(b, n) for b in bases for n in (*sorted(entry_names()), ".git")]
     candidates += [os.path.join(g, n) for g in sorted(gits) for n in _GIT_LATER]
     absent = tuple(c for c in dict.fromkeys(candidates) if not exempt(c) and not look.lexists(c))
 
@@ -571,9 +572,12 @@ def _list_directory(
             entries = list(it)
     except OSError:
         return None
-    from charter.policy.runs_later import runs_later, tail_names
+    from charter.policy.runs_later import GIT_DIR_ENTRIES, runs_later, tail_names
 
     tails = tail_names()
+    # a repository directory whatever its name (``--separate-git-dir``, a bare ``x.git``)
+    names = {entry.name for entry in entries}
+    repository = "HEAD" in names and "objects" in names
     masked: list[str] = []
     readonly: list[str] = []
     later: list[str] = []
@@ -582,8 +586,12 @@ def _list_directory(
     for entry in entries:
         path = entry.path
         name = entry.name
-        if name in tails and runs_later(path) is not None:
+        if name in tails and (
+            runs_later(path) is not None or (name in GIT_DIR_ENTRIES and repository)
+        ):
             later.append(path)
+        elif name == ".git" and not entry.is_dir(follow_symlinks=False):
+            later.append(path)  # a gitfile: it names the repository git uses
         if read_matcher is not None and read_matcher.first_match(path) is not None:
             masked.append(path)
             continue

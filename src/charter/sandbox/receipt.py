@@ -64,14 +64,18 @@ class SandboxUnavailable:
 
     reasons: tuple[str, ...]
     needed_for: tuple[str, ...]
+    #: What to do about it (default: install bubblewrap, or opt out of the sandbox).
+    hint: str = (
+        'install bubblewrap (see `charter doctor`), or set sandbox = "off" in the '
+        "persona's policy to run shells unsandboxed"
+    )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": "sandbox_unavailable",
             "reasons": list(self.reasons),
             "needed_for": list(self.needed_for),
-            "hint": 'install bubblewrap (see `charter doctor`), or set sandbox = "off" in the '
-            "persona's policy to run shells unsandboxed",
+            "hint": self.hint,
         }
 
     @property
@@ -81,7 +85,8 @@ class SandboxUnavailable:
             + " and ".join(self.needed_for)
             + " but no OS sandbox can be made ("
             + "; ".join(self.reasons)
-            + '); set sandbox = "off" in the policy to run shells unsandboxed'
+            + "); "
+            + self.hint
         )
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from .availability import Availability, available, landlock_abi
-from .bwrap import bwrap_argv, helper_visible, sandbox_env
+from .bwrap import Wrapped, bwrap_argv, helper_visible, sandbox_env
 from .landlock import Helper, build_helper, enforced
 from .profile import NetworkMode, SandboxProfile, build_profile
 from .receipt import HostRefusal, SandboxReceipt, SandboxUnavailable, refused_paths_from
@@ -41,7 +41,8 @@ class Sandbox:
         with box:                                  # the proxy lives as long as the CLI
             argv = box.wrap(cli_argv, env=box.env({"ANTHROPIC_API_KEY": key}),
                             new_session=False)     # keep the terminal for a TUI
-            subprocess.run(argv)
+            subprocess.run(argv, pass_fds=argv.pass_fds)  # the environment's descriptor
+            argv.close()
         receipt = box.receipt(exit_code)           # hosts the proxy refused meanwhile
 
     (``sandbox_for`` returns ``None`` when no sandbox applies: run ``cli_argv`` as is.)
@@ -165,14 +166,18 @@ class Sandbox:
         new_session: bool = True,
         binds: Sequence[tuple[str, str]] = (),
         writable_binds: Sequence[str] = (),
-    ) -> list[str]:
-        """``argv`` wrapped in bubblewrap under this sandbox's profile.
+    ) -> Wrapped:
+        """``argv`` wrapped in bubblewrap under this sandbox's profile: run it with
+        ``pass_fds=wrapped.pass_fds`` (its environment travels through a descriptor,
+        never argv), then ``wrapped.close()``.
 
         ``env`` is the full environment inside (default :meth:`env`); the caller runs the
         result with any environment, since ``--clearenv`` discards it.
         """
         if self.profile.network is NetworkMode.PROXY and self.proxy is None:
             raise RuntimeError("start() the sandbox first: its network goes through the proxy")
+        if not self.profile.scan_complete:
+            raise RuntimeError(incomplete_scan(self.profile).message)
         compiled = self._compiled
         helper: Helper | None
         if compiled is not None:  # built with the profile (and kept with it on disk)
@@ -205,10 +210,24 @@ class Sandbox:
 
     def take_planted(self) -> list[tuple[str, str]]:
         """After a run: move aside the files that run later it created where none was
-        (:mod:`charter.sandbox.planted`); the next :meth:`receipt` reports them."""
+        (:mod:`charter.sandbox.planted`); the next :meth:`receipt` reports them.
+
+        Besides the profile's ``absent_later`` (the roots' own places), the profile is
+        built again: a file that runs later it now holds read-only and did not before
+        (a new ``sub/.vscode``, ``git init sub``'s ``sub/.git/config``) was created
+        during the run."""
+        from charter.policy.runs_later import written_runs_later
+
         from .planted import take_planted
 
-        moved = take_planted(self.profile.absent_later)
+        paths = list(self.profile.absent_later)
+        if self._compiled is None:  # frames to build from (a launch keeps its compiled one)
+            before = set(self.profile.readonly)
+            after = self._build()
+            paths += [
+                p for p in after.readonly if p not in before and written_runs_later(p) is not None
+            ]
+        moved = take_planted(dict.fromkeys(paths))
         self._planted.extend(moved)
         return moved
 
@@ -270,9 +289,35 @@ def sandbox_for(
     )
     if not info.ok:
         return SandboxUnavailable(info.reasons, needed) if needed else None
+    if policy.network.restricted:
+        from .seccomp import unix_socket_filter
+
+        if unix_socket_filter() is None:
+            reason = "no seccomp filter for this architecture (unix sockets would stay open)"
+            return SandboxUnavailable((reason,), ("network",))
     box = Sandbox(
         frames, workspace, home=home, scan_roots=scan_roots, extra_writable=extra_writable
     )
     if box.profile.network is NetworkMode.PROXY and not info.proxy_ok:
         return SandboxUnavailable(info.reasons, ("network",))
+    if not box.profile.scan_complete:
+        return incomplete_scan(box.profile)
     return box
+
+
+def incomplete_scan(profile: SandboxProfile) -> SandboxUnavailable:
+    """The refusal for a profile whose scan for denied names stopped at its limit: what
+    lies beyond was never checked for ``.env``, ``*.pem`` or files that run later, so
+    the sandbox cannot promise to hide or protect them (fail closed)."""
+    from .profile import SCAN_LIMIT
+
+    return SandboxUnavailable(
+        (
+            f"more than {SCAN_LIMIT} entries under {profile.workspace} and the writable "
+            "roots: denied file names (.env*, *.pem, files that run later) beyond the "
+            "limit could not be found and masked",
+        ),
+        ("paths",),
+        hint="run the agent in a smaller workspace, or narrow the policy's writable "
+        "paths (paths.allow) to the directories it works in",
+    )
