@@ -1,0 +1,232 @@
+"""Charts drawn on the server as inline SVG (no script, no CDN, no build step).
+
+Every mark carries its number (``data-value``) and a ``<title>`` a screen reader and a
+hover can read; colours come from CSS classes, so the page's light or dark scheme
+applies. The figures are the ones ``/api/...`` returns: the templates pass the same lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from markupsafe import Markup, escape
+
+W, H = 640, 180
+LEFT, RIGHT, TOP, BOTTOM = 44, 8, 10, 22
+
+
+def _num(value: float) -> str:
+    return f"{value:.6g}"
+
+
+def _svg(width: int, height: int, label: str, body: list[str], cls: str) -> Markup:
+    return Markup(
+        f'<svg class="{cls}" viewBox="0 0 {width} {height}" width="100%" role="img" '
+        f'aria-label="{escape(label)}">'
+        f"<title>{escape(label)}</title>{''.join(body)}</svg>"
+    )
+
+
+def sparkline(values: Sequence[float], label: str, *, cls: str = "spark") -> Markup:
+    """A tiny bar strip (one bar per bucket), 96 by 20."""
+    width, height = 96, 20
+    top = max(values, default=0) or 1
+    step = width / max(len(values), 1)
+    bars = [f'<rect class="spark-base" x="0" y="{height - 1}" width="{width}" height="1"/>']
+    for i, v in enumerate(values):
+        h = 0 if v <= 0 else max(1.5, v / top * (height - 2))
+        bars.append(
+            f'<rect x="{i * step:.2f}" y="{height - h:.2f}" width="{max(step - 1, 1):.2f}" '
+            f'height="{h:.2f}" data-value="{_num(v)}"/>'
+        )
+    return Markup(
+        f'<svg class="{cls}" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'role="img" aria-label="{escape(label)}"><title>{escape(label)}</title>'
+        f"{''.join(bars)}</svg>"
+    )
+
+
+def _axis(top: float, labels: Sequence[str], fmt: str = "{:g}") -> list[str]:
+    out = []
+    for frac in (0, 0.5, 1):
+        y = TOP + (H - TOP - BOTTOM) * (1 - frac)
+        out.append(f'<line class="grid" x1="{LEFT}" x2="{W - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>')
+        out.append(
+            f'<text class="tick" x="{LEFT - 4}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{escape(fmt.format(top * frac))}</text>"
+        )
+    n = len(labels)
+    step = (W - LEFT - RIGHT) / max(n, 1)
+    every = max(1, n // 6)
+    for i, text in enumerate(labels):
+        if i % every == 0:
+            x = LEFT + step * (i + 0.5)
+            out.append(
+                f'<text class="tick" x="{x:.1f}" y="{H - 6}" text-anchor="middle">'
+                f"{escape(text)}</text>"
+            )
+    return out
+
+
+def _y(value: float, top: float) -> float:
+    return TOP + (H - TOP - BOTTOM) * (1 - (value / top if top else 0))
+
+
+def stacked_bars(
+    labels: Sequence[str], series: Mapping[str, Sequence[float]], label: str
+) -> Markup:
+    """Bars per bucket stacked by series (runs by outcome); one ``rect`` per non-zero part."""
+    totals = [sum(s[i] for s in series.values()) for i in range(len(labels))]
+    top = max(max(totals, default=0), 1)
+    step = (W - LEFT - RIGHT) / max(len(labels), 1)
+    body = _axis(top, labels, "{:.0f}")
+    for i, bucket in enumerate(labels):
+        base = 0.0
+        for name, values in series.items():
+            v = values[i]
+            if v <= 0:
+                continue
+            y0, y1 = _y(base, top), _y(base + v, top)
+            body.append(
+                f'<rect class="s-{escape(name)}" x="{LEFT + step * i + 1:.1f}" y="{y1:.1f}" '
+                f'width="{max(step - 2, 1):.1f}" height="{y0 - y1:.1f}" data-series="'
+                f'{escape(name)}" data-index="{i}" data-value="{_num(v)}">'
+                f"<title>{escape(bucket)}: {_num(v)} {escape(name)}</title></rect>"
+            )
+            base += v
+    return _svg(W, H, label, body, "chart")
+
+
+def bars_with_cap(
+    labels: Sequence[str],
+    values: Sequence[float | None],
+    label: str,
+    *,
+    cap: float | None = None,
+    cap_label: str = "cap",
+    unit: str = "",
+    cls: str = "s-spend",
+) -> Markup:
+    """One bar per bucket (``None``: no data, no bar), a dashed line at ``cap``."""
+    present = [v for v in values if v is not None]
+    top = max(max(present, default=0), cap or 0) or 1
+    top *= 1.1
+    step = (W - LEFT - RIGHT) / max(len(labels), 1)
+    fmt = unit + "{:.3g}"
+    body = _axis(top, labels, fmt)
+    for i, (bucket, v) in enumerate(zip(labels, values, strict=True)):
+        if v is None:
+            continue
+        y = _y(v, top)
+        body.append(
+            f'<rect class="{cls}" x="{LEFT + step * i + 1:.1f}" y="{y:.1f}" '
+            f'width="{max(step - 2, 1):.1f}" height="{_y(0, top) - y:.1f}" data-index="{i}" '
+            f'data-value="{_num(v)}"><title>{escape(bucket)}: {unit}{_num(v)}</title></rect>'
+        )
+    if cap is not None:
+        y = _y(cap, top)
+        body.append(
+            f'<line class="cap" x1="{LEFT}" x2="{W - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" '
+            f'data-value="{_num(cap)}"><title>{escape(cap_label)}: {unit}{_num(cap)}</title></line>'
+            f'<text class="cap-label" x="{W - RIGHT - 2}" y="{y - 3:.1f}" text-anchor="end">'
+            f"{escape(cap_label)} {unit}{_num(cap)}</text>"
+        )
+    return _svg(W, H, label, body, "chart")
+
+
+def rate_band(
+    labels: Sequence[str],
+    rates: Sequence[float | None],
+    lows: Sequence[float | None],
+    highs: Sequence[float | None],
+    label: str,
+    *,
+    threshold: float | None = None,
+    threshold_label: str = "min_agreement",
+) -> Markup:
+    """A rate per bucket (points joined by a line) inside its interval band, 0..1."""
+    step = (W - LEFT - RIGHT) / max(len(labels), 1)
+    body = _axis(1.0, labels, "{:.0%}")
+    band_top: list[str] = []
+    band_bottom: list[str] = []
+    line: list[str] = []
+    points: list[str] = []
+    for i, (bucket, rate, low, high) in enumerate(zip(labels, rates, lows, highs, strict=True)):
+        if rate is None or low is None or high is None:
+            continue
+        x = LEFT + step * (i + 0.5)
+        band_top.append(f"{x:.1f},{_y(high, 1):.1f}")
+        band_bottom.append(f"{x:.1f},{_y(low, 1):.1f}")
+        line.append(f"{x:.1f},{_y(rate, 1):.1f}")
+        points.append(
+            f'<circle class="rate" cx="{x:.1f}" cy="{_y(rate, 1):.1f}" r="3.5" data-index="{i}" '
+            f'data-value="{_num(rate)}" data-low="{_num(low)}" data-high="{_num(high)}">'
+            f"<title>{escape(bucket)}: {rate:.1%} (Wilson 95%: {low:.1%} to {high:.1%})"
+            "</title></circle>"
+        )
+    if band_top:
+        body.append(
+            f'<polygon class="band" points="{" ".join(band_top + band_bottom[::-1])}"/>'
+            f'<polyline class="rate-line" points="{" ".join(line)}"/>'
+        )
+    body.extend(points)
+    if threshold is not None:
+        y = _y(threshold, 1)
+        body.append(
+            f'<line class="cap" x1="{LEFT}" x2="{W - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" '
+            f'data-value="{_num(threshold)}"><title>{escape(threshold_label)} '
+            f"{threshold:.0%}</title></line>"
+            f'<text class="cap-label" x="{W - RIGHT - 2}" y="{y - 3:.1f}" text-anchor="end">'
+            f"{escape(threshold_label)} {threshold:.0%}</text>"
+        )
+    return _svg(W, H, label, body, "chart")
+
+
+LANE = 22
+
+
+def timeline(spans: Sequence[Mapping[str, Any]], duration: float, label: str) -> Markup:
+    """A run's spans as bars on a time axis, one lane per span (``lane`` names the group).
+
+    Each span: ``start``/``end`` in seconds from the run's start, ``label``, ``cls`` (the
+    colour: the decision), ``key`` (``data-key``: the call id), ``title`` (the hover)."""
+    width = 720
+    left = 150
+    height = TOP + LANE * max(len(spans), 1) + 24
+    total = duration if duration > 0 else 1.0
+    scale = (width - left - 10) / total
+    body = []
+    for frac in (0, 0.25, 0.5, 0.75, 1):
+        x = left + (width - left - 10) * frac
+        body.append(
+            f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{height - 20}"/>'
+            f'<text class="tick" x="{x:.1f}" y="{height - 6}" text-anchor="middle">'
+            f"{_secs(total * frac)}</text>"
+        )
+    for i, span in enumerate(spans):
+        y = TOP + LANE * i
+        start = float(span["start"])
+        end = max(float(span["end"]), start)
+        w = max((end - start) * scale, 3)
+        body.append(
+            f'<text class="lane" x="{left - 6}" y="{y + 15}" text-anchor="end">'
+            f"{escape(str(span['label'])[:22])}</text>"
+            f'<rect class="bar {escape(span["cls"])}" x="{left + start * scale:.1f}" '
+            f'y="{y + 3}" width="{w:.1f}" height="{LANE - 6}" rx="2" '
+            f'data-key="{escape(span["key"])}" data-kind="{escape(span["kind"])}" '
+            f'data-start="{_num(start)}" data-end="{_num(end)}">'
+            f"<title>{escape(span['title'])}</title></rect>"
+        )
+    return _svg(width, height, label, body, "timeline")
+
+
+def _secs(value: float) -> str:
+    if value >= 60:
+        return f"{value / 60:.1f} min"
+    if value >= 1:
+        return f"{value:.1f} s"
+    return f"{value * 1000:.0f} ms"
+
+
+__all__ = ["bars_with_cap", "rate_band", "sparkline", "stacked_bars", "timeline"]
