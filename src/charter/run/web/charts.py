@@ -17,7 +17,7 @@ LEFT, RIGHT, TOP, BOTTOM = 44, 8, 10, 22
 
 
 def _num(value: float) -> str:
-    return f"{value:.6g}"
+    return f"{value:.10g}"
 
 
 def _svg(width: int, height: int, label: str, body: list[str], cls: str) -> Markup:

@@ -15,6 +15,7 @@ from charter.runtime import (
     Kind,
     PersonaRuntime,
     PersonaRuntimeSpec,
+    StateCache,
     format_time,
     open_event_log,
     supervision_frame,
@@ -114,6 +115,13 @@ class ConsoleData:
         self.pending = PendingApprovals()
         self._seen: set[str] = set()  # console alone: personas found in the log so far
         self._cursor = 0
+        # each persona's newest event id, and the states read so far (the runtime's
+        # StateCache): a persona with nothing new since is rendered from its held state
+        # without a read, so a fleet page costs one read of the new events, not one
+        # snapshot and tail per persona
+        self._latest: dict[str, int] = {}
+        self._scan = threading.Lock()
+        self.cache = StateCache()
         self.earning: set[str] = set()  # personas with promotion criteria (issue 18)
         self.series = Series()
         self.personas: dict[str, Any] = {}  # name -> charter.manifest.Persona
@@ -143,15 +151,34 @@ class ConsoleData:
         with self.log() as log:
             return {"ready": True, "backend": log.backend, "last_event_id": log.last_event_id()}
 
+    def _scan_new(self, log: EventLog) -> None:
+        """Note the personas of the events appended since the last call (and their newest ids)."""
+        with self._scan:
+            while True:
+                page = log.read(after=self._cursor, limit=5000)
+                for event in page:
+                    if event.persona != "charter.audit":  # signed checkpoints, not a persona
+                        self._seen.add(event.persona)
+                        self._latest[event.persona] = event.event_id
+                if page:
+                    self._cursor = page[-1].event_id
+                if len(page) < 5000:
+                    return
+
     def _runtime(self, log: EventLog) -> PersonaRuntime:
+        self._scan_new(log)
         specs = dict(self.specs)
         if not specs:  # console alone on a state: the personas the log knows (incremental)
-            for event in log.read(after=self._cursor):
-                if event.persona != "charter.audit":  # signed checkpoints, not a persona
-                    self._seen.add(event.persona)
-                self._cursor = event.event_id
             specs = {n: PersonaRuntimeSpec(name=n) for n in self._seen}
-        return PersonaRuntime(log, specs, routes=self.routes, actor="charter-console")
+        return PersonaRuntime(
+            log, specs, routes=self.routes, actor="charter-console", cache=self.cache
+        )
+
+    def _status(self, runtime: PersonaRuntime, name: str, now: datetime) -> dict[str, Any]:
+        """The persona's status: from the held state when the log has nothing newer of it."""
+        held = self.cache.get(name)
+        fresh = held is not None and held[0].last_event_id >= self._latest.get(name, 0)
+        return runtime.status(name, now=now, held=fresh).to_dict()
 
     def fleet(self, names: Iterable[str] | None = None) -> dict[str, Any]:
         """Every persona's status (or only ``names``: the live feed's row refresh)."""
@@ -161,7 +188,7 @@ class ConsoleData:
             runtime = self._runtime(log)
             known = set(runtime.personas)
             wanted = sorted(known if names is None else known & set(names))
-            rows = [runtime.status(name, now=now).to_dict() for name in wanted]
+            rows = [self._status(runtime, name, now) for name in wanted]
             for row in rows:
                 row["standing"] = (
                     evidence.load(log, row["name"]).standing
@@ -205,7 +232,7 @@ class ConsoleData:
             runtime = self._runtime(log)
             if name not in runtime.personas:
                 return None
-            status = runtime.status(name, now=now).to_dict()
+            status = self._status(runtime, name, now)
             pending = [p for p in self.pending.update(log) if p["persona"] == name]
             self.series.update(log)
             rollout = None

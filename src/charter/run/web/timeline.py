@@ -1,6 +1,7 @@
 """A run's timeline from its events and its run record: stages, model calls, tool calls.
 
-Tool calls come from the record's ``tool_calls`` (every call the run made, read-only ones
+Approvals span from the request to the answer (and who gave it). Tool calls come from the
+record's ``tool_calls`` (every call the run made, read-only ones
 included, each with ``started_at``/``ended_at``: :mod:`charter.run.autonomy`); model calls
 pair each ``persona.budget.reserved`` (the request) with the ``persona.usage.recorded`` or
 ``persona.model.fallback`` that ends it; a stage spans its calls. Each tool call is
@@ -15,7 +16,7 @@ from typing import Any
 
 from charter.runtime import Event, Kind, parse_time
 
-from ..events import RunKind
+from ..events import APPROVAL_RESOLUTIONS, RunKind
 
 MODEL_ENDS = (RunKind.USAGE_RECORDED, RunKind.MODEL_FALLBACK)
 
@@ -115,6 +116,47 @@ def build(events: Sequence[Event], record: dict[str, Any] | None) -> dict[str, A
                 }
             )
             open_at = None
+    # each approval the run asked for: from the request to the person's answer (a parked
+    # run waits here without a lease; the bar shows how long and who answered)
+    asked: dict[str, tuple[datetime, dict[str, Any]]] = {}
+    approvals: list[dict[str, Any]] = []
+    for event in events:
+        aid = event.payload.get("approval_id")
+        if not aid:
+            continue
+        if event.kind == RunKind.APPROVAL_REQUESTED:
+            asked[aid] = (event.occurred_at, event.payload)
+        elif event.kind in APPROVAL_RESOLUTIONS and aid in asked:
+            at, request = asked.pop(aid)
+            status = event.kind.rsplit(".", 1)[1]
+            by = event.payload.get("by")
+            approvals.append(
+                {
+                    "kind": "approval",
+                    "key": f"approval_{request.get('call_id')}",
+                    "label": f"approval {request.get('tool')}",
+                    "cls": "asked" if status == "granted" else "refused",
+                    "start": secs(at),
+                    "end": secs(event.occurred_at),
+                    "approved_by": by,
+                    "title": f"asked for {request.get('tool')} ({request.get('call_id')}): "
+                    f"{status} by {by or 'unknown'} after "
+                    f"{(event.occurred_at - at).total_seconds():.1f} s",
+                }
+            )
+    for at, request in asked.values():  # still waiting
+        approvals.append(
+            {
+                "kind": "approval",
+                "key": f"approval_{request.get('call_id')}",
+                "label": f"approval {request.get('tool')}",
+                "cls": "waiting",
+                "start": secs(at),
+                "end": secs(end) if end is not None else secs(at),
+                "approved_by": None,
+                "title": f"asked for {request.get('tool')} ({request.get('call_id')}): waiting",
+            }
+        )
     stages: dict[str, dict[str, Any]] = {}
     for span in tools:
         name = span.get("stage")
@@ -134,7 +176,8 @@ def build(events: Sequence[Event], record: dict[str, Any] | None) -> dict[str, A
         else:
             found["start"] = min(found["start"], span["start"])
             found["end"] = max(found["end"], span["end"])
-    spans = [*stages.values(), *sorted(models + tools, key=lambda s: (s["start"], s["key"]))]
+    timed = sorted(models + tools + approvals, key=lambda s: (s["start"], s["key"]))
+    spans = [*stages.values(), *timed]
     last = max([s["end"] for s in spans] + [secs(end) if end is not None else 0.0])
     return {
         "run_id": run_id,
