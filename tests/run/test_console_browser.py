@@ -228,7 +228,7 @@ def test_fleet_feed_and_approval_in_a_real_browser(served: tuple[Path, str]) -> 
             expect(when).to_have_text(re.compile(r"^\d+ s ago$"))
             assert re.match(r"^\d{4}-\d\d-\d\dT", str(when.get_attribute("title")))
             expect(row.locator('[data-field="runs24"] svg rect[data-value="1"]')).to_have_count(1)
-            page.screenshot(path=str(ARTIFACTS / "fleet.png"), full_page=False)
+            page.screenshot(path=str(ARTIFACTS / "fleet-live.png"), full_page=False)
             last.click()
             expect(page.locator("#receipts")).to_contain_text("persona.approval.granted")
             expect(page.locator("#receipts")).to_contain_text("console:alice")
@@ -344,3 +344,111 @@ def test_fleet_feed_and_approval_in_a_real_browser(served: tuple[Path, str]) -> 
     assert len(acked) == 1 and "console:alice" in json.dumps(acked[0]["payload"])
     (paused,) = [e for e in events(pack) if e["kind"] == "persona.paused"]
     assert paused["actor"] == "console:alice"
+
+
+FLEET = (
+    ("triage", "act_auto", "{ daily_usd = 2.0, hourly_usd = 0.5 }"),
+    ("reviewer", "act_with_approval", "{ daily_usd = 5.0 }"),
+    ("release-notes", "suggest", "{ daily_usd = 1.0 }"),
+    ("dependabot-merger", "act_with_approval", "{ daily_usd = 0.8 }"),
+    ("docs-fixer", "shadow", "{ daily_usd = 0.5 }"),
+    ("flaky-test-hunter", "act_auto", "{ daily_usd = 3.0 }"),
+)
+
+
+@pytest.fixture
+def fleet(make_pack: Callable[..., Path]) -> Iterator[tuple[Path, str]]:
+    """A fleet with a day of history (written by the runtime at times before now), one
+    persona paused, served by ``charter console`` on its state and manifest."""
+    from datetime import UTC, datetime, timedelta
+
+    from charter.run.session import load_checked_manifest, runtime_specs
+    from charter.runtime import PersonaRuntime, open_event_log
+
+    pack = make_pack(*(persona_toml(n, tier=t, budget=b) for n, t, b in FLEET))
+    specs, _ = runtime_specs(load_checked_manifest(pack))
+    log = open_event_log(state_dir=pack / "state")
+    runtime = PersonaRuntime(log, specs)
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    for k, (name, _tier, _budget) in enumerate(FLEET):
+        for hour in range(23, -1, -1):
+            for minute in range(((hour * 7 + k * 3) % 4) + (2 if hour < 6 else 0)):
+                at = now - timedelta(hours=hour, minutes=minute + 1)
+                failed = (hour + minute + k) % 9 == 0
+                cost = round(0.0007 * (1 + (hour * 5 + minute + k) % 6) * (k + 1), 4)
+                runtime.tick(name, at=at, cost_usd=cost, tokens=int(cost * 100_000),
+                             error="the model provider timed out" if failed else None)  # fmt: skip
+    runtime.pause("docs-fixer", at=now - timedelta(minutes=30))
+    log.close()
+    env = {**os.environ, "CHARTER_CONSOLE_TOKENS": f"alice:{TOKEN}"}
+    argv = charter_argv("console", "--port", "0", "--manifest", str(pack),
+                        "--state-dir", str(pack / "state"))  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("console on http://127.0.0.1:"), first + proc.stderr.read()
+        yield pack, first.split()[2].removesuffix("/console")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+def test_fleet_of_personas_sorts_filters_and_draws_a_day(fleet: tuple[Path, str]) -> None:
+    """A day of six personas: the sparklines draw the API's hours, the spend bars its caps,
+    sorting and filtering work on the page; the screenshots the README shows."""
+    from playwright.sync_api import expect, sync_playwright
+
+    _pack, base = fleet
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        try:
+            context = browser.new_context(
+                viewport=VIEW, extra_http_headers={"Authorization": f"Bearer {TOKEN}"}
+            )
+            page = context.new_page()
+            page.goto(f"{base}/console")
+            api = {p["name"]: p for p in page.request.get(f"{base}/api/fleet").json()["personas"]}
+            rows = page.locator("#fleet tbody tr")
+            expect(rows).to_have_count(len(FLEET))
+            for name, row in api.items():
+                cell = f'tr[data-persona="{name}"] [data-field="{{}}"] rect[data-value]'
+                for field, key in (("runs24", "runs"), ("spend24", "spend_usd")):
+                    # one bar per hour with something in it, at its hour
+                    drawn = {int(m["index"]): float(m["value"])
+                             for m in _marks(page, cell.format(field))}  # fmt: skip
+                    api_hours = {i: v for i, v in enumerate(row["sparklines"][key]) if v}
+                    assert drawn == pytest.approx(api_hours), (name, field)
+                    assert sum(row["sparklines"][key]) > 0
+            # sorting by today's spend (twice: descending), then filtering by name
+            page.get_by_role("button", name="Spend today").click()
+            page.get_by_role("button", name="Spend today").click()
+            names = rows.evaluate_all("rs => rs.map(r => r.dataset.persona)")
+            by_spend = sorted(api, key=lambda n: -api[n]["budget"]["spent"]["day_usd"])
+            assert names == by_spend
+            expect(page.locator("th[aria-sort=descending]")).to_have_text("Spend today")
+            expect(page.locator('tr[data-persona="docs-fixer"] [data-field="lifecycle"]')
+                   ).to_have_text("paused")  # fmt: skip
+            page.screenshot(path=str(ARTIFACTS / "fleet.png"), full_page=False)
+            page.get_by_label("Find persona").fill("re")
+            shown = "rs => rs.filter(r => !r.hidden).map(r => r.dataset.persona)"
+            visible = rows.evaluate_all(shown)
+            assert sorted(visible) == ["release-notes", "reviewer"]
+            _axe(page, "fleet of six")
+
+            page.goto(f"{base}/console/personas/triage?window=7d")
+            series = page.request.get(f"{base}/api/personas/triage?window=7d").json()["series"]
+            cap = page.eval_on_selector("#chart-spend line.cap", "e => e.dataset.value")
+            assert float(cap) == series["spend_cap_usd"] == 2.0
+            spend = [float(m["value"]) for m in _marks(page, "#chart-spend rect[data-index]")]
+            assert spend == pytest.approx(series["spend_usd"])
+            page.screenshot(path=str(ARTIFACTS / "persona-week.png"), full_page=False)
+            _axe(page, "persona 7d")
+        finally:
+            browser.close()

@@ -15,7 +15,6 @@ import asyncio
 import json
 import socket
 import threading
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote_plus
@@ -42,13 +41,12 @@ from charter.runtime import (
     EventLogError,
     follow,
     open_event_log,
-    parse_time,
     to_ndjson,
 )
 
 from ..errors import ApprovalError
 from ..session import RunOptions
-from . import charts
+from . import charts, fleet_rows
 from .access import COOKIE, Access, is_loopback
 from .data import WINDOWS, ConsoleData
 from .metrics import Metrics
@@ -65,29 +63,9 @@ def _templates() -> Environment:
     env.filters["tojson_compact"] = lambda v: json.dumps(v, separators=(",", ":"), default=str)
     env.globals["charts"] = charts
     env.globals["render_policy"] = _render_policy
-    env.globals["ago"] = ago
+    env.globals["ago"] = fleet_rows.ago
+    env.globals["fleet_row"] = fleet_rows.row
     return env
-
-
-def ago(text: str | None, now: datetime) -> str:
-    """``3 min ago`` / ``in 2 h`` for an RFC 3339 time (the exact time goes in ``title``)."""
-    if not text:
-        return ""
-    try:
-        then = parse_time(text)
-    except (TypeError, ValueError):
-        return str(text)
-    seconds = (now - then).total_seconds()
-    future, seconds = seconds < 0, abs(seconds)
-    if seconds < 45:
-        words = f"{int(seconds)} s"
-    elif seconds < 3600:
-        words = f"{round(seconds / 60)} min"
-    elif seconds < 86400:
-        words = f"{round(seconds / 3600)} h"
-    else:
-        words = f"{round(seconds / 86400)} d"
-    return f"in {words}" if future else f"{words} ago"
 
 
 def _render_policy(view: dict[str, Any]) -> str:
@@ -108,7 +86,11 @@ def build_app(
     def page(request: Request, name: str, **context: Any) -> HTMLResponse:
         who = request.state.identity
         html = templates.get_template(name).render(
-            title=title, who=who, csrf=access.csrf_token(who), open=access.open, now=clock(),
+            title=title,
+            who=who,
+            csrf=access.csrf_token(who),
+            open=access.open,
+            now=clock(),
             **context,
         )
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})

@@ -7,13 +7,15 @@ applies. The figures are the ones ``/api/...`` returns: the templates pass the s
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from markupsafe import Markup, escape
 
 W, H = 640, 180
-LEFT, RIGHT, TOP, BOTTOM = 44, 8, 10, 22
+LEFT, RIGHT, TOP, BOTTOM = 56, 8, 10, 22
 
 
 def _num(value: float) -> str:
@@ -29,21 +31,29 @@ def _svg(width: int, height: int, label: str, body: list[str], cls: str) -> Mark
 
 
 def sparkline(values: Sequence[float], label: str, *, cls: str = "spark") -> Markup:
-    """A tiny bar strip (one bar per bucket), 96 by 20."""
+    """A tiny bar strip (one bar per bucket, none for an empty one), 96 by 20."""
+    return _sparkline(tuple(values), label, cls)
+
+
+@functools.lru_cache(maxsize=8192)
+def _sparkline(values: tuple[float, ...], label: str, cls: str) -> Markup:
+    # memoised: a fleet page draws two per persona, and most do not change between loads
     width, height = 96, 20
     top = max(values, default=0) or 1
     step = width / max(len(values), 1)
-    bars = [f'<rect class="spark-base" x="0" y="{height - 1}" width="{width}" height="1"/>']
+    bar = f"{max(step - 1, 1):.2f}"
+    marks = [f'<rect class="spark-base" x="0" y="{height - 1}" width="{width}" height="1"/>']
     for i, v in enumerate(values):
-        h = 0 if v <= 0 else max(1.5, v / top * (height - 2))
-        bars.append(
-            f'<rect x="{i * step:.2f}" y="{height - h:.2f}" width="{max(step - 1, 1):.2f}" '
-            f'height="{h:.2f}" data-value="{_num(v)}"/>'
-        )
+        if v > 0:
+            h = max(1.5, v / top * (height - 2))
+            marks.append(
+                f'<rect x="{i * step:.2f}" y="{height - h:.2f}" width="{bar}" height="{h:.2f}" '
+                f'data-index="{i}" data-value="{_num(v)}"/>'
+            )
     return Markup(
         f'<svg class="{cls}" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
         f'role="img" aria-label="{escape(label)}"><title>{escape(label)}</title>'
-        f"{''.join(bars)}</svg>"
+        f"{''.join(marks)}</svg>"
     )
 
 
@@ -78,7 +88,8 @@ def stacked_bars(
 ) -> Markup:
     """Bars per bucket stacked by series (runs by outcome); one ``rect`` per non-zero part."""
     totals = [sum(s[i] for s in series.values()) for i in range(len(labels))]
-    top = max(max(totals, default=0), 1)
+    top = max(math.ceil(max(totals, default=0)), 2)
+    top += top % 2  # counts: the middle grid line falls on a whole number
     step = (W - LEFT - RIGHT) / max(len(labels), 1)
     body = _axis(top, labels, "{:.0f}")
     for i, bucket in enumerate(labels):

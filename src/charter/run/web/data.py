@@ -204,11 +204,8 @@ class ConsoleData:
             row["pending_approvals"] = waiting.get(row["name"], 0)
             found = self.personas.get(row["name"])
             row["tier"] = found.autonomy_tier.value if found is not None else None
-            hours = self.series.hourly(row["name"], now, 24)
-            row["sparklines"] = {
-                "runs": [int(h[COMPLETED] + h[FAILED]) for h in hours],
-                "spend_usd": [round(h[SPEND], 6) for h in hours],
-            }
+            runs, spend = self.series.sparklines(row["name"], now)
+            row["sparklines"] = {"runs": runs, "spend_usd": spend}
         first = hour_of(now) - 23
         return {
             "at": format_time(now),

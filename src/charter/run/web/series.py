@@ -135,6 +135,25 @@ class Series:
             table = found.hours if found is not None else {}
             return [list(table.get(h, (0.0,) * 6)) for h in range(last - hours + 1, last + 1)]
 
+    def sparklines(
+        self, persona: str, end: datetime, hours: int = 24
+    ) -> tuple[list[int], list[float]]:
+        """Runs (completed and failed) and spend per hour over ``hours`` ending at ``end``."""
+        last = hour_of(end)
+        runs = [0] * hours
+        spend = [0.0] * hours
+        with self.lock:
+            found = self.personas.get(persona)
+            if found is None or not found.hours:
+                return runs, spend
+            table = found.hours
+            for k, hour in enumerate(range(last - hours + 1, last + 1)):
+                row = table.get(hour)
+                if row is not None:
+                    runs[k] = int(row[COMPLETED] + row[FAILED])
+                    spend[k] = round(row[SPEND], 6)
+        return runs, spend
+
     def daily(self, persona: str, end: datetime, days: int) -> list[list[float]]:
         """``days`` UTC-day buckets ending with the day of ``end`` (oldest first)."""
         first_day = (end.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
