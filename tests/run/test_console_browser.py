@@ -241,6 +241,7 @@ def test_fleet_feed_and_approval_in_a_real_browser(served: tuple[Path, str]) -> 
             # the timeline's bars are the run record's calls, at the record's times
             run_id = page.url.rsplit("/", 1)[1]
             api = page.request.get(f"{base}/api/runs/{run_id}").json()
+            (ARTIFACTS / "run.json").write_text(json.dumps(api["timeline"], indent=2))
             calls = api["record"]["tool_calls"]
             assert [c["tool"] for c in calls] == ["read", "bash", "github"]
             bars = {m["key"]: m for m in _marks(page, "svg.timeline rect.bar")}

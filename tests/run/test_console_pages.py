@@ -184,6 +184,7 @@ def test_run_record_keeps_every_tool_call_and_the_timeline_draws_it(
     for call in calls:
         assert f'data-key="{call["call_id"]}"' in page
     assert 'class="bar denied"' in page and "intact" in page
+    assert 'aria-label="Timeline of run ' in page
 
 
 def test_approval_evidence_diffs_inside_the_workspace_only(tmp_path: Path) -> None:
@@ -239,3 +240,24 @@ def test_fleet_sparklines_count_the_last_24_hours(make_pack: Callable[..., Path]
     assert fleet["sparkline_hours"][-1].startswith(now.strftime("%Y-%m-%dT%H"))
     html = client.get("/console", headers=AUTH).text
     assert 'href="/console/personas/actor"' in html and "3 runs in the last 24 hours" in html
+
+
+def test_timeline_breaks_its_axis_at_a_long_wait() -> None:
+    """Calls a millisecond apart after a 10-minute wait for a person stay apart on the page."""
+    from charter.run.web import charts
+
+    def span(key: str, kind: str, start: float, end: float) -> dict[str, Any]:
+        return {"key": key, "kind": kind, "start": start, "end": end, "label": key,
+                "cls": "allowed", "title": key}  # fmt: skip
+
+    spans = [
+        span("approval_call_1", "approval", 0.01, 600.0),
+        span("read_1", "tool", 600.001, 600.002),
+        span("call_1", "tool", 600.003, 600.004),
+    ]
+    svg = str(charts.timeline(spans, 600.005, "run"))
+    found = re.findall(r'<rect class="bar [^"]*" x="([\d.]+)"[^>]*?data-key="(\w+)"', svg)
+    bars = {key: float(x) for x, key in found}
+    assert len(bars) == 3
+    assert bars["call_1"] - bars["read_1"] > 50  # 2 ms apart, far apart on the axis
+    assert 'class="gap"' in svg and "+10.0 min" in svg  # the wait, marked

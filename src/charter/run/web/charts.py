@@ -197,33 +197,101 @@ def rate_band(
 LANE = 22
 
 
+def _clusters(spans: Sequence[Mapping[str, Any]], total: float) -> list[list[float]]:
+    """The busy stretches of a run: spans closer than 5% of the run (or 0.25 s) merge.
+
+    A wait for a person (``kind == "approval"``) is not busy: only its two ends are, so
+    the axis can break inside it; the run's start is always on the axis."""
+    gap = max(0.25, total * 0.05)
+    points: list[tuple[float, float]] = [(0.0, 0.0)]
+    for span in spans:
+        a = float(span["start"])
+        b = max(float(span["end"]), a)
+        points.extend([(a, a), (b, b)] if span.get("kind") == "approval" else [(a, b)])
+    merged: list[list[float]] = []  # [start, end, how many spans and ends it holds]
+    for a, b in sorted(points):
+        if merged and a - merged[-1][1] <= gap:
+            merged[-1][1] = max(merged[-1][1], b)
+            merged[-1][2] += 1
+        else:
+            merged.append([a, b, 1])
+    return merged
+
+
 def timeline(spans: Sequence[Mapping[str, Any]], duration: float, label: str) -> Markup:
-    """A run's spans as bars on a time axis, one lane per span (``lane`` names the group).
+    """A run's spans as bars on a time axis, one lane per span.
 
     Each span: ``start``/``end`` in seconds from the run's start, ``label``, ``cls`` (the
-    colour: the decision), ``key`` (``data-key``: the call id), ``title`` (the hover)."""
-    width = 720
-    left = 150
+    colour: the decision), ``key`` (``data-key``: the call id), ``kind``, ``title`` (the
+    hover). The axis is broken where nothing happens for long (a run parked on an approval,
+    waiting for a person): each busy stretch gets its share of the width, each idle one a
+    narrow gap marked with how long it lasted, so calls a few milliseconds apart stay
+    visible beside a wait of minutes."""
+    width, left, gap_px = 720, 150, 34
     height = TOP + LANE * max(len(spans), 1) + 24
+    plot = width - left - 10
     total = duration if duration > 0 else 1.0
-    scale = (width - left - 10) / total
-    body = []
-    for frac in (0, 0.25, 0.5, 0.75, 1):
-        x = left + (width - left - 10) * frac
-        body.append(
-            f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{TOP}" y2="{height - 20}"/>'
-            f'<text class="tick" x="{x:.1f}" y="{height - 6}" text-anchor="middle">'
-            f"{_secs(total * frac)}</text>"
-        )
+    clusters = _clusters(spans, total)
+    n = len(clusters)
+    # each busy stretch gets width by what happens in it (spans), a lone instant a slot
+    point_px = 24.0
+    counts = [c[2] if c[1] > c[0] else 0 for c in clusters]
+    room = plot - gap_px * (n - 1) - point_px * counts.count(0)
+    shares = [room * k / sum(counts) if k else point_px for k in counts]
+    if not any(counts):
+        shares = [(plot - gap_px * (n - 1)) / n] * n
+    origins = []
+    x = float(left)
+    for share in shares:
+        origins.append(x)
+        x += share + gap_px
+
+    def at(t: float) -> float:
+        for (a, b, _), x0, w in zip(clusters, origins, shares, strict=True):
+            if t <= b + 1e-9:
+                if t < a:
+                    return x0
+                return x0 + (w * (t - a) / (b - a) if b > a else w / 2)
+        return origins[-1] + shares[-1]
+
+    body: list[str] = []
+    placed: dict[str, float] = {"bottom": -1e9, "top": -1e9}  # right edge of the last label
+
+    def put(row: str, x: float, y: float, text: str, anchor: str) -> None:
+        # ~7 px a character at this size: a label that would overlap the last is left out
+        size = 7.0 * len(text)
+        start = x - {"start": 0.0, "middle": size / 2, "end": size}[anchor]
+        if start < placed[row] + 4:
+            return
+        placed[row] = start + size
+        body.append(f'<text class="tick" x="{x:.1f}" y="{y}" text-anchor="{anchor}">{text}</text>')
+
+    for index, ((a, b, _), x0, w) in enumerate(zip(clusters, origins, shares, strict=True)):
+        for t in (a, b) if b > a else (a,):
+            body.append(
+                f'<line class="grid" x1="{at(t):.1f}" x2="{at(t):.1f}" y1="{TOP}" '
+                f'y2="{height - 20}"/>'
+            )
+            anchor = "middle" if b == a else "start" if t == a else "end"
+            put("bottom", at(t), height - 6, _secs(t), anchor)
+        if index + 1 < n:
+            idle = clusters[index + 1][0] - b
+            gx = x0 + w + gap_px / 2
+            body.append(
+                f'<line class="gap" x1="{gx:.1f}" x2="{gx:.1f}" y1="{TOP}" y2="{height - 20}">'
+                f"<title>nothing for {_secs(idle)}</title></line>"
+            )
+            put("top", gx, TOP + 10, f"+{_secs(idle)}", "middle")
     for i, span in enumerate(spans):
         y = TOP + LANE * i
         start = float(span["start"])
         end = max(float(span["end"]), start)
-        w = max((end - start) * scale, 3)
+        x0 = at(start)
+        w = max(at(end) - x0, 3)
         body.append(
             f'<text class="lane" x="{left - 6}" y="{y + 15}" text-anchor="end">'
             f"{escape(str(span['label'])[:22])}</text>"
-            f'<rect class="bar {escape(span["cls"])}" x="{left + start * scale:.1f}" '
+            f'<rect class="bar {escape(span["cls"])}" x="{x0:.1f}" '
             f'y="{y + 3}" width="{w:.1f}" height="{LANE - 6}" rx="2" '
             f'data-key="{escape(span["key"])}" data-kind="{escape(span["kind"])}" '
             f'data-start="{_num(start)}" data-end="{_num(end)}">'

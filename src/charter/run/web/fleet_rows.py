@@ -53,7 +53,7 @@ def spend_bar(spent: float, cap: float | None) -> Markup:
     pct = spent / cap * 100
     level = " over" if pct >= 100 else " high" if pct >= 80 else ""
     return Markup(
-        f'<span class="bar{level}" aria-hidden="true">'
+        f'<span class="spendbar{level}" aria-hidden="true">'
         f'<span style="width: {min(pct, 100):.1f}%"></span></span>'
     )
 
