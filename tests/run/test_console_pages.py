@@ -241,6 +241,19 @@ def test_fleet_sparklines_count_the_last_24_hours(make_pack: Callable[..., Path]
     html = client.get("/console", headers=AUTH).text
     assert 'href="/console/personas/actor"' in html and "3 runs in the last 24 hours" in html
 
+    # charter console alone on the state (no manifest): the same series, no charter, and a
+    # promotion is refused with why (the criteria are in the manifest it was not given)
+    alone = _client(RunOptions(state_dir=pack / "state", at=now))
+    data = alone.get("/api/personas/actor", headers=AUTH).json()
+    assert data["charter"] is None and sum(data["series"]["runs"]["completed"]) == 3
+    page = alone.get("/console/personas/actor", headers=AUTH)
+    assert page.status_code == 200 and "started without the manifest" in page.text
+    csrf = page.text.split('name="csrf" value="')[1].split('"')[0]
+    refused = alone.post("/api/personas/actor/control",
+                         data={"action": "promote", "to": "act_auto", "csrf": csrf},
+                         headers={**AUTH, "Accept": "application/json"})  # fmt: skip
+    assert refused.status_code == 409 and "--manifest" in refused.json()["error"]
+
 
 def test_timeline_breaks_its_axis_at_a_long_wait() -> None:
     """Calls a millisecond apart after a 10-minute wait for a person stay apart on the page."""

@@ -154,6 +154,11 @@ class ConsoleData:
     def _scan_new(self, log: EventLog) -> None:
         """Note the personas of the events appended since the last call (and their newest ids)."""
         with self._scan:
+            if self.specs and self._cursor == 0:
+                # with a manifest the personas are known: no need to read the log's past;
+                # a persona's first status is read from the log, later ones held (below)
+                self._cursor = log.last_event_id()
+                return
             while True:
                 page = log.read(after=self._cursor, limit=5000)
                 for event in page:

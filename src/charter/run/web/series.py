@@ -20,6 +20,7 @@ from charter.runtime import Event, EventLog, Kind, format_time
 from ..events import RunKind
 
 HOUR = 3600
+KEEP_HOURS = 31 * 24  # the longest window drawn (30 days) and the day it started in
 OUTCOMES = ("completed", "failed", "duplicate", "dead_lettered")
 # one bucket: runs by outcome, then spend in USD, then policy denials
 COMPLETED, FAILED, DUPLICATE, DEAD, SPEND, DENIALS = range(6)
@@ -77,6 +78,11 @@ class Series:
                     break
             # nothing of ours after the last one read: skip past the rest next time too
             self.cursor = max(self.cursor, last)
+            for persona in self.personas.values():  # older hours are never drawn
+                if len(persona.hours) > KEEP_HOURS + 24:
+                    newest = max(persona.hours)
+                    for hour in [h for h in persona.hours if h < newest - KEEP_HOURS]:
+                        del persona.hours[hour]
 
     def _fold(self, event: Event) -> None:
         p = event.payload
