@@ -274,3 +274,24 @@ def test_timeline_breaks_its_axis_at_a_long_wait() -> None:
     assert len(bars) == 3
     assert bars["call_1"] - bars["read_1"] > 50  # 2 ms apart, far apart on the axis
     assert 'class="gap"' in svg and "+10.0 min" in svg  # the wait, marked
+
+
+def test_fleet_follows_a_log_that_was_empty_at_the_first_page(
+    make_pack: Callable[..., Path],
+) -> None:
+    """Held states are used only while the log has nothing newer of a persona (a first
+    page over an empty log once kept every later page at that first state)."""
+    from charter.runtime import PersonaRuntime, PersonaRuntimeSpec, open_event_log
+
+    pack = make_pack()
+    log = open_event_log(state_dir=pack / "state")
+    client = _client(RunOptions(manifest=pack, state_dir=pack / "state"))
+    (row,) = client.get("/api/fleet", headers=AUTH).json()["personas"]
+    assert row["last_run"] is None and row["lifecycle"] == "inactive"
+    runtime = PersonaRuntime(log, [PersonaRuntimeSpec("actor", "1.0.0")])
+    for k in range(2):
+        runtime.tick("actor", at=START + timedelta(minutes=k), cost_usd=0.25)
+        (row,) = client.get("/api/fleet", headers=AUTH).json()["personas"]
+        assert row["last_run"]["status"] == "completed"
+        assert row["counters"]["runs_completed"] == k + 1
+    log.close()

@@ -120,6 +120,8 @@ class ConsoleData:
         # without a read, so a fleet page costs one read of the new events, not one
         # snapshot and tail per persona
         self._latest: dict[str, int] = {}
+        self._alone: dict[str, PersonaRuntimeSpec] = {}
+        self._primed = False  # with a manifest: the first read skipped the log's past
         self._scan = threading.Lock()
         self.cache = StateCache()
         self.earning: set[str] = set()  # personas with promotion criteria (issue 18)
@@ -154,10 +156,11 @@ class ConsoleData:
     def _scan_new(self, log: EventLog) -> None:
         """Note the personas of the events appended since the last call (and their newest ids)."""
         with self._scan:
-            if self.specs and self._cursor == 0:
+            if self.specs and not self._primed:
                 # with a manifest the personas are known: no need to read the log's past;
                 # a persona's first status is read from the log, later ones held (below)
                 self._cursor = log.last_event_id()
+                self._primed = True
                 return
             while True:
                 page = log.read(after=self._cursor, limit=5000)
@@ -172,9 +175,11 @@ class ConsoleData:
 
     def _runtime(self, log: EventLog) -> PersonaRuntime:
         self._scan_new(log)
-        specs = dict(self.specs)
+        specs = self.specs
         if not specs:  # console alone on a state: the personas the log knows (incremental)
-            specs = {n: PersonaRuntimeSpec(name=n) for n in self._seen}
+            if len(self._alone) != len(self._seen):
+                self._alone = {n: PersonaRuntimeSpec(name=n) for n in self._seen}
+            specs = self._alone
         return PersonaRuntime(
             log, specs, routes=self.routes, actor="charter-console", cache=self.cache
         )
