@@ -88,7 +88,7 @@ def test_without_token_nothing_is_shown_and_nothing_changes(waiting: tuple[Path,
         (listed,) = pending_approvals(log)
     finally:
         log.close()
-    assert {k: v for k, v in item.items() if k not in ("decision", "change")} == listed
+    assert {k: v for k, v in item.items() if k not in ("decision", "change", "request")} == listed
     asks = item["decision"]
     assert asks["outcome"] == "ask" and "act_with_approval" in asks["reason"]
     # what asks is the tier: named as the frame and its reason as the rule (not null)

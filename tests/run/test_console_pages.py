@@ -20,7 +20,7 @@ from charter.run.web.change import would_change
 from charter.runtime import parse_time
 
 from .conftest import envelope, events, persona_cli
-from .test_rollout import START, month, write_pack
+from .test_rollout import START, review_requested, run_at, write_pack
 
 TOKEN = "alice-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -44,11 +44,28 @@ def _values(html: str, figure: str, attr: str = "data-value") -> list[tuple[str,
     return out
 
 
+def _month(session: Any, count: int) -> Any:
+    """``count`` shadow reviews 3 hours apart, each judged by a person (``persona
+    feedback``) the same day: 3 in 4 agreed."""
+    from charter.run import promotion
+
+    persona = next(p for p in session.manifest.personas if p.name == "reviewer")
+    at = START
+    for i in range(count):
+        at = START + timedelta(hours=3 * i)
+        result = run_at(session, at, review_requested(("acme/api", "acme/web")[i % 2], i + 1,
+                                                      "approve"))  # fmt: skip
+        assert result.status == "completed" and result.autonomy["effective"] == "shadow"
+        promotion.feedback(session.runtime, session.log, persona, str(result.run_id),
+                           agree=i % 4 != 3, at=at + timedelta(hours=1))  # fmt: skip
+    return at + timedelta(hours=2)
+
+
 def test_persona_page_charts_equal_the_log_and_controls_are_recorded(tmp_path: Path) -> None:
     pack = write_pack(tmp_path / "pack")
     session = open_session(RunOptions(manifest=pack, state_dir=pack / "state", at=START))
     try:
-        end = month(session, count=200)
+        end = _month(session, 200)
     finally:
         session.close()
     client = _client(RunOptions(manifest=pack, state_dir=pack / "state", at=end))
@@ -295,3 +312,28 @@ def test_fleet_follows_a_log_that_was_empty_at_the_first_page(
         assert row["last_run"]["status"] == "completed"
         assert row["counters"]["runs_completed"] == k + 1
     log.close()
+
+
+def test_an_approval_shows_the_tools_preview_request(make_pack: Callable[..., Path]) -> None:
+    """A tool with a preview (charter.tools.github's writes) records the exact request in
+    its approval request; the approvals page shows it beside the call."""
+    from charter.runtime import PersonaRuntime, PersonaRuntimeSpec, open_event_log
+
+    pack = make_pack()
+    log = open_event_log(state_dir=pack / "state")
+    runtime = PersonaRuntime(log, [PersonaRuntimeSpec("actor", "1.0.0")])
+    request = {"method": "PUT", "url": "/repos/acme/web/pulls/7/merge", "json": {"sha": "abc"}}
+    runtime.transact(START, lambda b: b.emit("actor", "persona.approval.requested", {
+        "run_id": "run_9", "call_id": "call_1", "approval_id": "run_9:call_1",
+        "tool": "github_merge_pull_request", "arguments": {"pull_number": 7},
+        "side_effect_level": "network", "stage": None, "request": request,
+        "decision": {"decision": "ask", "tool": "github_merge_pull_request", "reason": "tier",
+                     "frame": None, "dimension": None, "rule": None},
+    }))  # fmt: skip
+    log.close()
+    client = _client(RunOptions(manifest=pack, state_dir=pack / "state", at=START))
+    (item,) = client.get("/api/approvals", headers=AUTH).json()
+    assert item["request"] == request
+    assert item["change"]["kind"] == "merge" and item["change"]["pr"] == 7
+    page = client.get("/console/approvals", headers=AUTH).text
+    assert "the tool's preview" in page and "/repos/acme/web/pulls/7/merge" in page

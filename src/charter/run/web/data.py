@@ -99,6 +99,8 @@ class PendingApprovals:
                 "requested_at": format_time(event.occurred_at),
                 **{k: event.payload.get(k) for k in self.KEYS},
                 "decision": _decision(event.payload),
+                # the tool's preview (charter.agent.Tool.preview): the exact request it sends
+                "request": event.payload.get("request"),
             }
         elif event.kind in APPROVAL_RESOLUTIONS:
             self.pending.pop(aid, None)
