@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.charter-installed
 
-.PHONY: demo test lint typecheck pytest bench clean services mcp-npm clis browser sandbox-tools tokenizers
+.PHONY: demo test lint typecheck pytest bench clean services mcp-npm clis browser axe sandbox-tools tokenizers console-screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -84,6 +84,34 @@ browser:
 	echo "browser: installing Debian's chromium"; \
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 
+# axe-core for the console's accessibility check (tests/run/test_console_browser.py injects
+# it into each page through Playwright), installed with `npm ci` from the pinned lock in
+# tests/run/axe_npm/ into a cache outside the repo; a no-op while the installed lock matches.
+# Without npm: an error under CI=true, a notice otherwise (the accessibility test skips).
+AXE_SRC := tests/run/axe_npm
+AXE_DIR ?= $(or $(CHARTER_AXE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/charter/axe)
+
+axe:
+	@if cmp -s $(AXE_SRC)/package-lock.json "$(AXE_DIR)/.installed-lock.json" \
+	  && [ -f "$(AXE_DIR)/node_modules/axe-core/axe.min.js" ]; then exit 0; fi; \
+	if ! command -v npm >/dev/null 2>&1; then \
+	  if [ "$$CI" = true ]; then echo "axe: npm is required (CI=true)" >&2; exit 1; fi; \
+	  echo "axe: npm not found; the console accessibility test will be skipped" >&2; exit 0; \
+	fi; \
+	echo "axe: installing axe-core into $(AXE_DIR)"; \
+	mkdir -p "$(AXE_DIR)" && rm -f "$(AXE_DIR)/.installed-lock.json" \
+	  && cp $(AXE_SRC)/package.json $(AXE_SRC)/package-lock.json "$(AXE_DIR)/" \
+	  && npm ci --prefix "$(AXE_DIR)" --no-audit --no-fund --loglevel=error \
+	  && cp $(AXE_SRC)/package-lock.json "$(AXE_DIR)/.installed-lock.json"
+
+# The console's screenshots at 1280x800 (the README shows docs/img/console-fleet.png and
+# docs/img/console-run.png): the browser tests save every page to test-artifacts/console/.
+console-screenshots: $(STAMP) browser axe
+	$(BIN)/pytest tests/run/test_console_browser.py -q
+	mkdir -p docs/img
+	cp test-artifacts/console/fleet.png docs/img/console-fleet.png
+	cp test-artifacts/console/run.png docs/img/console-run.png
+
 # bubblewrap (gcc builds the Landlock helper, which also bridges the sandbox network
 # proxy and applies the unix-socket filter) for charter.sandbox and the bash
 # tool's tests, strace for the policy-vs-execve property test, docker-compose to validate
@@ -113,7 +141,7 @@ JS_TIKTOKEN := js-tiktoken@1.0.21
 tokenizers: $(STAMP)
 	@if $(BIN)/python -c "import sys; from charter.agent.tokens import tiktoken_ready; sys.exit(0 if tiktoken_ready() else 1)"; 	  then exit 0; fi; 	if ! command -v npm >/dev/null 2>&1; then 	  if [ "$$CI" = true ]; then echo "tokenizers: npm is required (CI=true)" >&2; exit 1; fi; 	  echo "tokenizers: npm not found; token counts use the estimate" >&2; exit 0; 	fi; 	tmp=$$(mktemp -d); 	( cd $$tmp && npm pack $(JS_TIKTOKEN) --silent >/dev/null && tar xzf js-tiktoken-*.tgz ) 	  && $(BIN)/python -m charter.agent.tokens install $$tmp/package/dist/ranks; 	status=$$?; rm -rf $$tmp; exit $$status
 
-pytest: $(STAMP) services mcp-npm clis browser sandbox-tools tokenizers
+pytest: $(STAMP) services mcp-npm clis browser axe sandbox-tools tokenizers
 	$(BIN)/pytest
 
 test: lint typecheck pytest

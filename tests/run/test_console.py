@@ -88,9 +88,15 @@ def test_without_token_nothing_is_shown_and_nothing_changes(waiting: tuple[Path,
         (listed,) = pending_approvals(log)
     finally:
         log.close()
-    assert {k: v for k, v in item.items() if k != "decision"} == listed
+    assert {k: v for k, v in item.items() if k not in ("decision", "change", "request")} == listed
     asks = item["decision"]
     assert asks["outcome"] == "ask" and "act_with_approval" in asks["reason"]
+    # what asks is the tier: named as the frame and its reason as the rule (not null)
+    assert asks["dimension"] == "autonomy_tier"
+    assert asks["frame"] == "autonomy tier act_with_approval"
+    assert asks["rule"] == "lowered to act_with_approval for this run (was act_auto)"
+    # what it would change: a merge of PR 7 (this trigger carried no pull_request object)
+    assert item["change"] == {"kind": "merge", "pr": 7, "pull_request": None}
     url = f"/console/approvals/{item['run_id']}/{item['call_id']}"
     # no token: 401 even with a form that names an approver
     refused = client.post(url, data={"decision": "approve", "by": "mallory", "csrf": "x"})

@@ -9,8 +9,10 @@ first; a denied call never reaches this gate. For an *allowed* side-effecting ca
   callback, or a durable pending approval in the log) decides; only ``granted`` executes;
 - ``act_auto``: executes.
 
-Read-only calls pass through untouched. Executed side-effecting calls are bracketed by
-``persona.tool.executing`` / ``persona.tool.executed`` receipts; with
+Read-only calls pass through untouched (no receipt), but every call the gate sees, read-only
+ones included, is kept in the run record's ``tool_calls`` with its ``started_at`` and
+``ended_at`` (the console draws a run's timeline from them). Executed side-effecting calls
+are bracketed by ``persona.tool.executing`` / ``persona.tool.executed`` receipts; with
 ``receipt_policy = "required"`` a receipt that cannot be written stops the call and the run.
 """
 
@@ -29,6 +31,7 @@ from charter.policy import (
     current_stack,
     decide_current,
 )
+from charter.runtime import format_time
 
 from .approvals import (
     ApprovalVerdict,
@@ -99,8 +102,9 @@ class AutonomyGate:
         control = self.control
         if control.stopping:
             return {"status": "error", "error": "the run is stopping; no further calls execute"}
+        started = format_time(control.receipts.clock())
         if not is_side_effecting(call.annotations):
-            return await _await(inner(call))
+            return await self._read_only(call, inner, started)
         call_id = control.next_call_id()
         if control.replay is not None:  # resuming a parked run (charter.run.parking)
             try:
@@ -111,8 +115,9 @@ class AutonomyGate:
             if entry is not None:
                 control.journal.tools[call_id] = entry
                 control.tool_calls.append(
-                    {"call_id": call_id, "tool": call.name, "status": "replayed"}
-                )
+                    {"call_id": call_id, "tool": call.name, "status": "replayed",
+                     **self._span(started)}
+                )  # fmt: skip
                 return entry.get("result")
         allowed = decide_current(call, context=self.context)
         base: dict[str, Any] = {
@@ -127,6 +132,7 @@ class AutonomyGate:
         preview = self.previews.get(call.name)
         if preview is not None:
             base["request"] = _preview(preview, call)
+        span: dict[str, Any] = {"started_at": started}  # the record's timing, not receipts'
         try:
             if control.tier == SHADOW:
                 entry = control.receipts.receipt(
@@ -134,7 +140,7 @@ class AutonomyGate:
                 )
                 record = {**base, "receipt_id": entry["receipt_id"] if entry else None}
                 control.dry_runs.append(record)
-                control.tool_calls.append({**record, "status": "dry_run"})
+                control.tool_calls.append({**record, "status": "dry_run", **self._span(started)})
                 return {
                     "status": "dry_run",
                     "executed": False,
@@ -148,7 +154,7 @@ class AutonomyGate:
                 )
                 record = {**base, "receipt_id": entry["receipt_id"] if entry else None}
                 control.proposals.append(record)
-                control.tool_calls.append({**record, "status": "proposed"})
+                control.tool_calls.append({**record, "status": "proposed", **self._span(started)})
                 return {
                     "status": "proposed",
                     "executed": False,
@@ -160,9 +166,13 @@ class AutonomyGate:
                 verdict = self._approve(call, base)
                 approval = {**base, **verdict.to_dict()}
                 control.approvals.append(approval)
+                span["approval"] = {"status": verdict.status, "by": verdict.by}
                 if not verdict.granted:
                     control.approval_denied = True
-                    control.tool_calls.append({**base, "status": f"approval_{verdict.status}"})
+                    control.tool_calls.append(
+                        {**base, "status": f"approval_{verdict.status}", **span,
+                         **self._span(started)}
+                    )  # fmt: skip
                     return {
                         "status": f"approval_{verdict.status}",
                         "executed": False,
@@ -177,7 +187,9 @@ class AutonomyGate:
             )
         except ReceiptError as exc:
             control.fatal = str(exc)
-            control.tool_calls.append({**base, "status": "receipt_failed"})
+            control.tool_calls.append(
+                {**base, "status": "receipt_failed", **span, **self._span(started)}
+            )
             return {"status": "error", "error": f"{exc}; the call did not execute"}
         status = "error"
         value: Any = None
@@ -189,7 +201,9 @@ class AutonomyGate:
             value = {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
             raise
         finally:
-            control.tool_calls.append({**base, "status": status, "executed": True})
+            control.tool_calls.append(
+                {**base, "status": status, "executed": True, **span, **self._span(started)}
+            )
             control.journal.tools[call_id] = {"tool": call.name, "result": _jsonable(value)}
             try:
                 control.receipts.receipt(
@@ -198,12 +212,43 @@ class AutonomyGate:
             except ReceiptError as exc:
                 control.fatal = str(exc)
 
+    def _span(self, started: str) -> dict[str, str]:
+        return {"started_at": started, "ended_at": format_time(self.control.receipts.clock())}
+
+    async def _read_only(self, call: ToolCall, inner: Executor, started: str) -> Any:
+        """Run a read-only call untouched, keeping it (and its timing) in the run record."""
+        control = self.control
+        control.reads += 1
+        entry: dict[str, Any] = {
+            "call_id": f"read_{control.reads}",  # apart from call_N: approvals and replay use those
+            "tool": call.name,
+            "arguments": _jsonable(dict(call.arguments)),
+            "side_effect_level": call.annotations.effective_level.label,
+            "stage": current_stage(),
+        }
+        status = "error"
+        try:
+            value = await _await(inner(call))
+            status = _status(value)
+            return value
+        finally:
+            control.tool_calls.append(
+                {**entry, "status": status, "executed": True, **self._span(started)}
+            )
+
     def _approve(self, call: ToolCall, base: dict[str, Any]) -> ApprovalVerdict:
         control = self.control
+        # what asks is the tier (a layer over the policy stack): name it as the frame and
+        # the rule (the tier's reason: the manifest's tier, a rollout cap, a demotion, ...)
         ask = Decision(
             Outcome.ASK,
             call.name,
             f"autonomy tier {control.tier}: a {base['side_effect_level']} call needs approval",
+            frame_index=len(current_stack()),
+            frame_label=f"autonomy tier {control.tier}",
+            frame_kind="autonomy",
+            dimension="autonomy_tier",
+            rule=control.tier_reason or f"autonomy_tier = {control.tier}",
         )
         aid = approval_id(control.run_id, base["call_id"])
         mode = self.approver.mode if self.approver is not None else "log"

@@ -34,9 +34,10 @@ from charter.agent import (
 )
 from charter.manifest import Persona
 from charter.policy import make_context
+from charter.runtime import format_time
 
 from . import transcripts
-from .autonomy import AutonomyGate
+from .autonomy import AutonomyGate, current_stage
 from .control import HandoffIntent, RunControl
 from .errors import ModelProviderFailed, RunStopped
 from .events import RunKind
@@ -335,6 +336,7 @@ class RunContext:
                 receipt = json.loads(str(outcome.get("rendered_result") or "null"))
             except ValueError:
                 receipt = outcome.get("rendered_result")
+        at = format_time(control.receipts.clock())  # decided at once: start = end
         record = {
             "call_id": call_id,
             "tool": outcome.get("tool_name"),
@@ -346,7 +348,10 @@ class RunContext:
         entry = control.receipts.receipt(RunKind.TOOL_DENIED, record)
         record["receipt_id"] = entry["receipt_id"] if entry else None
         control.denied.append(record)
-        control.tool_calls.append({**record, "executed": False})
+        control.tool_calls.append(
+            {**record, "executed": False, "stage": current_stage(), "started_at": at,
+             "ended_at": at}
+        )  # fmt: skip
 
     def _check_stop(self) -> None:
         control = self._control

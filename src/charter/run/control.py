@@ -29,6 +29,8 @@ class RunControl:
     receipts: ReceiptLog
     budget: LiveBudget
     calls: int = 0
+    reads: int = 0  # read-only calls (kept in tool_calls for the timeline, ids read_N)
+    tier_reason: str = ""  # why the run acts in ``tier`` (effective_tier's reason)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     dry_runs: list[dict[str, Any]] = field(default_factory=list)
     proposals: list[dict[str, Any]] = field(default_factory=list)

@@ -362,7 +362,7 @@ def execute_admitted(
         elapsed=elapsed,
     )
     receipts = ReceiptLog(runtime, name, run_id, persona.receipt_policy.value, clock)
-    control = RunControl(name, run_id, tier, receipts, budget)
+    control = RunControl(name, run_id, tier, receipts, budget, tier_reason=reason)
     control.park = options.park_approvals
     if replay is not None:
         journal = Journal.from_dict(dict(replay))

@@ -2,9 +2,11 @@
 
 Routes: ``POST /hooks/{provider}`` (HMAC, a thin call into :class:`~charter.run.serve.Server`),
 ``/status``, ``/healthz``, ``/readyz`` (reads the database), ``/metrics``, and the
-console: ``/console`` (fleet), ``/console/runs/{id}``, ``/console/approvals``, ``/console/inbox``,
-``/console/feed`` (Server-Sent Events with ``supervision tail``'s cursor), their JSON
-under ``/api/...``, and ``POST /console/approvals/{run}/{call}`` (approve or deny).
+console: ``/console`` (fleet), ``/console/personas/{name}`` (charter, charts, recent runs,
+pause/resume/promote), ``/console/runs/{id}`` (timeline, transcript, receipts),
+``/console/approvals``, ``/console/inbox``, ``/console/feed`` (Server-Sent Events with
+``supervision tail``'s cursor), their JSON under ``/api/...`` (the series the charts draw),
+and ``POST /console/approvals/{run}/{call}`` (approve or deny).
 """
 
 from __future__ import annotations
@@ -34,12 +36,19 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from charter.runtime import LIFECYCLE_STATES, EventLogError, follow, open_event_log, to_ndjson
+from charter.runtime import (
+    LIFECYCLE_STATES,
+    EventLogError,
+    follow,
+    open_event_log,
+    to_ndjson,
+)
 
 from ..errors import ApprovalError
 from ..session import RunOptions
+from . import charts, fleet_rows
 from .access import COOKIE, Access, is_loopback
-from .data import ConsoleData
+from .data import WINDOWS, ConsoleData
 from .metrics import Metrics
 
 HERE = Path(__file__).parent
@@ -51,7 +60,18 @@ def _templates() -> Environment:
         loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(["html"])
     )
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, default=str)
+    env.filters["tojson_compact"] = lambda v: json.dumps(v, separators=(",", ":"), default=str)
+    env.globals["charts"] = charts
+    env.globals["render_policy"] = _render_policy
+    env.globals["ago"] = fleet_rows.ago
+    env.globals["fleet_row"] = fleet_rows.row
     return env
+
+
+def _render_policy(view: dict[str, Any]) -> str:
+    from charter.policy import render_effective
+
+    return render_effective(view)
 
 
 def build_app(
@@ -66,7 +86,12 @@ def build_app(
     def page(request: Request, name: str, **context: Any) -> HTMLResponse:
         who = request.state.identity
         html = templates.get_template(name).render(
-            title=title, who=who, csrf=access.csrf_token(who), open=access.open, **context
+            title=title,
+            who=who,
+            csrf=access.csrf_token(who),
+            open=access.open,
+            now=clock(),
+            **context,
         )
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
@@ -135,6 +160,54 @@ def build_app(
         if run is None:
             return JSONResponse({"error": "no such run"}, 404)
         return JSONResponse(run)
+
+    async def persona_page(request: Request) -> Response:
+        window = request.query_params.get("window") or "24h"
+        if window not in WINDOWS:
+            return PlainTextResponse(f"window: expected one of {', '.join(WINDOWS)}", 400)
+        found = await run_in_threadpool(data.persona, request.path_params["name"], window)
+        if found is None:
+            return PlainTextResponse("no such persona", 404)
+        return page(request, "persona.html", p=found, windows=list(WINDOWS), window=window,
+                    done=request.query_params.get("done"),
+                    error=request.query_params.get("error"))  # fmt: skip
+
+    async def persona_api(request: Request) -> Response:
+        window = request.query_params.get("window") or "24h"
+        if window not in WINDOWS:
+            return JSONResponse({"error": f"window: expected one of {', '.join(WINDOWS)}"}, 400)
+        found = await run_in_threadpool(data.persona, request.path_params["name"], window)
+        if found is None:
+            return JSONResponse({"error": "no such persona"}, 404)
+        return JSONResponse(found)
+
+    async def control(request: Request) -> Response:
+        """Pause, resume or promote a persona (CSRF; recorded as the token's name)."""
+        from ..promotion import PromotionError
+
+        form = {k: v[0] for k, v in parse_qs((await request.body()).decode()).items()}
+        who = request.state.identity
+        wants_json = "application/json" in request.headers.get("accept", "")
+        if not access.csrf_ok(who, form.get("csrf") or request.headers.get("x-csrf-token")):
+            return JSONResponse({"error": "missing or bad CSRF token"}, 403)
+        name = request.path_params["name"]
+        action = form.get("action") or ""
+        back = f"/console/personas/{quote_plus(name)}"
+        try:
+            entry = await run_in_threadpool(
+                lambda: data.control(name, action, by=f"console:{who}", to=form.get("to"))
+            )
+        except KeyError:
+            return JSONResponse({"error": f"no such persona {name!r}"}, 404)
+        except (ValueError, PromotionError) as exc:
+            if wants_json:
+                return JSONResponse({"error": str(exc)}, 409)
+            return RedirectResponse(f"{back}?error={quote_plus(str(exc))}", 303)
+        if wants_json:
+            return JSONResponse(entry)
+        said = entry.get("message") or ("done" if entry.get("changed", True) else "no change")
+        done = quote_plus(f"{action}: {said} (recorded as console:{who})")
+        return RedirectResponse(f"{back}?done={done}", 303)
 
     async def approvals_page(request: Request) -> Response:
         pending = await run_in_threadpool(data.approvals)
@@ -279,6 +352,10 @@ def build_app(
         Route("/console/login", login_page),
         Route("/console/login", login, methods=["POST"]),
         Route("/console/runs/{run_id}", run_page),
+        Route("/console/personas/{name}", persona_page),
+        Route("/console/personas/{name}/control", control, methods=["POST"]),
+        Route("/api/personas/{name}", persona_api),
+        Route("/api/personas/{name}/control", control, methods=["POST"]),
         Route("/console/approvals", approvals_page),
         Route("/console/approvals/{run_id}/{call_id}", decide, methods=["POST"]),
         Route("/console/feed", feed),
