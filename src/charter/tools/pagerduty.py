@@ -85,8 +85,11 @@ class PagerDutyClient:
 
     @staticmethod
     def note_request(incident: str, content: str) -> dict[str, Any]:
-        return {"method": "POST", "path": f"/incidents/{incident}/notes",
-                "body": {"note": {"content": content}}}  # fmt: skip
+        return {
+            "method": "POST",
+            "path": f"/incidents/{incident}/notes",
+            "body": {"note": {"content": content}},
+        }
 
     @staticmethod
     def trigger_request(
@@ -94,9 +97,10 @@ class PagerDutyClient:
     ) -> dict[str, Any]:
         if severity not in ("critical", "error", "warning", "info"):
             raise ValueError(f"severity {severity!r}: expected critical, error, warning or info")
-        body: dict[str, Any] = {"event_action": "trigger",
-                                "payload": {"summary": summary, "source": source,
-                                            "severity": severity}}  # fmt: skip
+        body: dict[str, Any] = {
+            "event_action": "trigger",
+            "payload": {"summary": summary, "source": source, "severity": severity},
+        }
         if dedup_key:
             body["dedup_key"] = dedup_key
         return {"method": "POST", "path": "/v2/enqueue", "body": body}
@@ -106,17 +110,27 @@ class PagerDutyClient:
     def get_incident(self, incident: str) -> dict[str, Any]:
         got = self._send(self._rest(), "GET", f"/incidents/{incident}")
         inc = got["data"].get("incident") or {}
-        return {"status": "ok", "request_id": got["request_id"], "id": inc.get("id"),
-                "title": inc.get("title"), "incident_status": inc.get("status"),
-                "urgency": inc.get("urgency"), "service": (inc.get("service") or {}).get("summary"),
-                "html_url": inc.get("html_url")}  # fmt: skip
+        return {
+            "status": "ok",
+            "request_id": got["request_id"],
+            "id": inc.get("id"),
+            "title": inc.get("title"),
+            "incident_status": inc.get("status"),
+            "urgency": inc.get("urgency"),
+            "service": (inc.get("service") or {}).get("summary"),
+            "html_url": inc.get("html_url"),
+        }
 
     def _status(self, incident: str, status: str) -> dict[str, Any]:
         req = self.status_request(incident, status)
         got = self._send(self._rest(), req["method"], req["path"], req["body"])
         inc = got["data"].get("incident") or {}
-        return {"status": "ok", "request_id": got["request_id"], "id": inc.get("id"),
-                "incident_status": inc.get("status")}  # fmt: skip
+        return {
+            "status": "ok",
+            "request_id": got["request_id"],
+            "id": inc.get("id"),
+            "incident_status": inc.get("status"),
+        }
 
     def acknowledge(self, incident: str) -> dict[str, Any]:
         return self._status(incident, "acknowledged")
@@ -137,9 +151,12 @@ class PagerDutyClient:
         client = self._events()
         body = dict(req["body"])
         got = self._send(client, req["method"], req["path"], body)
-        return {"status": "ok", "request_id": got["request_id"],
-                "dedup_key": got["data"].get("dedup_key"),
-                "message": got["data"].get("message")}  # fmt: skip
+        return {
+            "status": "ok",
+            "request_id": got["request_id"],
+            "dedup_key": got["data"].get("dedup_key"),
+            "message": got["data"].get("message"),
+        }
 
 
 def _error(status: int, data: Any, rid: str | None) -> IntegrationError:
@@ -192,37 +209,63 @@ def pagerduty_tools(client: PagerDutyClient) -> list[Tool]:
         return {"type": "object", "properties": {**incident, **extra}, "required": required}
 
     def ack_preview(a: Mapping[str, Any]) -> Any:
-        return _preview(lambda incident: client.status_request(incident, "acknowledged"),
-                        s.api_url)(a)  # fmt: skip
+        return _preview(
+            lambda incident: client.status_request(incident, "acknowledged"), s.api_url
+        )(a)
 
     def resolve_preview(a: Mapping[str, Any]) -> Any:
-        return _preview(lambda incident: client.status_request(incident, "resolved"),
-                        s.api_url)(a)  # fmt: skip
+        return _preview(lambda incident: client.status_request(incident, "resolved"), s.api_url)(a)
 
     return [
-        Tool("pagerduty_get_incident", _guard(r, client.get_incident),
-             "Read a PagerDuty incident: title, status, urgency, service.",
-             params({}, ["incident"]), _ann(SideEffectLevel.READ_ONLY, "incident.read")),
-        Tool("pagerduty_acknowledge", _guard(r, client.acknowledge),
-             "Acknowledge a PagerDuty incident.", params({}, ["incident"]),
-             _ann(net, "incident.acknowledge"), preview=ack_preview),
-        Tool("pagerduty_add_note", _guard(r, client.add_note),
-             "Add a note to a PagerDuty incident's timeline.",
-             params({"content": {"type": "string"}}, ["incident", "content"]),
-             _ann(net, "incident.annotate"),
-             preview=_preview(client.note_request, s.api_url)),
-        Tool("pagerduty_resolve", _guard(r, client.resolve),
-             "Resolve a PagerDuty incident.", params({}, ["incident"]),
-             _ann(net, "incident.resolve"), preview=resolve_preview),
-        Tool("pagerduty_trigger", _guard(r, client.trigger),
-             "Trigger an alert through the Events API v2 (opens or updates an incident).",
-             {"type": "object", "required": ["summary", "source"], "properties": {
-                 "summary": {"type": "string"}, "source": {"type": "string"},
-                 "severity": {"enum": ["critical", "error", "warning", "info"]},
-                 "dedup_key": {"type": "string"}}},
-             _ann(net, "incident.trigger"),
-             preview=_preview(client.trigger_request, s.events_url)),
-    ]  # fmt: skip
+        Tool(
+            "pagerduty_get_incident",
+            _guard(r, client.get_incident),
+            "Read a PagerDuty incident: title, status, urgency, service.",
+            params({}, ["incident"]),
+            _ann(SideEffectLevel.READ_ONLY, "incident.read"),
+        ),
+        Tool(
+            "pagerduty_acknowledge",
+            _guard(r, client.acknowledge),
+            "Acknowledge a PagerDuty incident.",
+            params({}, ["incident"]),
+            _ann(net, "incident.acknowledge"),
+            preview=ack_preview,
+        ),
+        Tool(
+            "pagerduty_add_note",
+            _guard(r, client.add_note),
+            "Add a note to a PagerDuty incident's timeline.",
+            params({"content": {"type": "string"}}, ["incident", "content"]),
+            _ann(net, "incident.annotate"),
+            preview=_preview(client.note_request, s.api_url),
+        ),
+        Tool(
+            "pagerduty_resolve",
+            _guard(r, client.resolve),
+            "Resolve a PagerDuty incident.",
+            params({}, ["incident"]),
+            _ann(net, "incident.resolve"),
+            preview=resolve_preview,
+        ),
+        Tool(
+            "pagerduty_trigger",
+            _guard(r, client.trigger),
+            "Trigger an alert through the Events API v2 (opens or updates an incident).",
+            {
+                "type": "object",
+                "required": ["summary", "source"],
+                "properties": {
+                    "summary": {"type": "string"},
+                    "source": {"type": "string"},
+                    "severity": {"enum": ["critical", "error", "warning", "info"]},
+                    "dedup_key": {"type": "string"},
+                },
+            },
+            _ann(net, "incident.trigger"),
+            preview=_preview(client.trigger_request, s.events_url),
+        ),
+    ]
 
 
 __all__ = ["PagerDutyClient", "pagerduty_tools"]
