@@ -41,6 +41,7 @@ class FakePagerDuty(FakeServer):
         self.events: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self.route("GET", "/users/me", self._me)
+        self.route("GET", "/abilities", self._abilities)
         self.route("GET", r"/incidents/(?P<id>[A-Za-z0-9-]+)", self._get)
         self.route("PUT", r"/incidents/(?P<id>[A-Za-z0-9-]+)", self._put)
         self.route("POST", r"/incidents/(?P<id>[A-Za-z0-9-]+)/notes", self._note)
@@ -98,6 +99,12 @@ class FakePagerDuty(FakeServer):
         if err is not None:
             return err
         return _ok({"user": {"id": "PUSER01", "email": sorted(self.users)[0], "type": "user"}})
+
+    def _abilities(self, req: RecordedRequest, m: re.Match[str]) -> Reply:
+        err = self._auth(req)
+        if err is not None:
+            return err
+        return _ok({"abilities": ["teams", "read_only_users", "urgencies"]})
 
     def _incident(self, m: re.Match[str]) -> dict[str, Any] | Reply:
         incident = self.incidents.get(m["id"])

@@ -121,6 +121,11 @@ class PagerDutyClient:
             "html_url": inc.get("html_url"),
         }
 
+    def abilities(self) -> list[str]:
+        """The account's abilities (``GET /abilities``): a token check for any token."""
+        got = self._send(self._rest(), "GET", "/abilities")
+        return [str(a) for a in got["data"].get("abilities") or []]
+
     def _status(self, incident: str, status: str) -> dict[str, Any]:
         req = self.status_request(incident, status)
         got = self._send(self._rest(), req["method"], req["path"], req["body"])

@@ -105,6 +105,11 @@ class SlackClient:
             "thread_ts": body.get("thread_ts"),
         }
 
+    def auth_test(self) -> str:
+        """Who the bot token is (``auth.test``), for ``charter doctor``."""
+        data = self._call(lambda web: web.auth_test())
+        return f"{data.get('user')} in {data.get('team')}"
+
     def add_reaction(self, channel: str, timestamp: str, name: str) -> dict[str, Any]:
         body = self.reaction_request(channel, timestamp, name)["body"]
         data = self._call(lambda web: web.reactions_add(**body))

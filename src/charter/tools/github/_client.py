@@ -151,6 +151,47 @@ class GitHubClient:
     def path(self, tail: str) -> str:
         return f"/repos/{self.owner}/{self.repo}{tail}"
 
+    # -- who am I (charter doctor) ---------------------------------------------
+
+    async def whoami(self) -> tuple[str, str | None]:
+        """The token's login and, for a classic token, its ``x-oauth-scopes``."""
+        got: dict[str, Any] = {}
+
+        async def send(gh: GitHub[Any]) -> Response[Any, Any]:
+            resp = await gh.rest.users.async_get_authenticated()
+            got["scopes"] = resp.raw_response.headers.get("x-oauth-scopes")
+            return resp
+
+        answer = await self._call(send, idempotent=True)
+        return str((answer.data or {}).get("login")), got.get("scopes")
+
+    async def app_slug(self) -> str:
+        """The App's slug (``GET /app`` with the App's JWT)."""
+        assert self.app_tokens is not None, "not a GitHub App"
+        app = self.app_tokens.app_client()
+
+        async def attempt() -> str:
+            try:
+                resp = await app.rest.apps.async_get_authenticated()
+            except Exception as exc:
+                raise _classify(exc, True) from None
+            return str(resp.raw_response.json().get("slug"))
+
+        return await call_with_retries(self.retry, attempt)
+
+    async def installation(self) -> int:
+        """The App's installation on this repository."""
+        assert self.app_tokens is not None, "not a GitHub App"
+        tokens = self.app_tokens
+
+        async def attempt() -> int:
+            try:
+                return await tokens.installation_id(self.owner, self.repo)
+            except Exception as exc:
+                raise _classify(exc, True) from None
+
+        return await call_with_retries(self.retry, attempt)
+
     # -- reads ---------------------------------------------------------------
 
     async def get_pull_request(self, number: int) -> Answer:
