@@ -32,12 +32,17 @@ def call(tool: Any, **args: Any) -> Any:
 def test_review_with_line_comments_reaches_github_as_documented(gh: FakeGitHub) -> None:
     tools = tools_for(gh)
     comments = [{"path": "src/app/retry.py", "line": 10, "side": "RIGHT", "body": "cap it"}]
-    got = call(tools["github_post_review"], number=462, body="one nit", commit_id=HEAD,
-               comments=comments)  # fmt: skip
+    got = call(
+        tools["github_post_review"], number=462, body="one nit", commit_id=HEAD, comments=comments
+    )
     assert got["status"] == "ok" and got["request_id"]
     (sent,) = gh.requests_to("POST", "/repos/octo/app/pulls/462/reviews")
-    assert sent.json() == {"body": "one nit", "event": "COMMENT", "commit_id": HEAD,
-                           "comments": comments}  # fmt: skip
+    assert sent.json() == {
+        "body": "one nit",
+        "event": "COMMENT",
+        "commit_id": HEAD,
+        "comments": comments,
+    }
     assert sent.headers["authorization"] == f"token {TOKEN}"
     assert gh.reviews["octo/app#462"][0]["comments"][0]["line"] == 10
 
@@ -115,8 +120,14 @@ def test_required_checks_read_protection_and_the_heads_runs(gh: FakeGitHub) -> N
 
 
 def test_check_runs_need_an_app_githubs_403_message_reaches_the_model(gh: FakeGitHub) -> None:
-    got = call(tools_for(gh)["github_create_check_run"], name="charter", head_sha=HEAD,
-               conclusion="success", title="t", summary="s")  # fmt: skip
+    got = call(
+        tools_for(gh)["github_create_check_run"],
+        name="charter",
+        head_sha=HEAD,
+        conclusion="success",
+        title="t",
+        summary="s",
+    )
     assert got["error"] == "forbidden"
     assert got["message"] == "Resource not accessible by personal access token"
 
@@ -144,8 +155,11 @@ def test_app_installation_token_is_minted_then_refreshed_before_expiry(
     key = _pem()
     gh.app = FakeApp(4242, key, {"octo/app": 77}, token_ttl=3600)
     (tmp_path / "app.pem").write_text(key)
-    env = {"GITHUB_API_URL": gh.url, "GITHUB_APP_ID": "4242",
-           "GITHUB_APP_PRIVATE_KEY_PATH": str(tmp_path / "app.pem")}  # fmt: skip
+    env = {
+        "GITHUB_API_URL": gh.url,
+        "GITHUB_APP_ID": "4242",
+        "GITHUB_APP_PRIVATE_KEY_PATH": str(tmp_path / "app.pem"),
+    }
     tools = tools_for(gh, env, clock=lambda: now[0], refresh_margin=300)
     assert call(tools["github_get_pull_request"], number=462)["status"] == "ok"
     now[0] += 3000  # 10 minutes before expiry: still good
@@ -160,8 +174,14 @@ def test_app_installation_token_is_minted_then_refreshed_before_expiry(
     assert used[0] == used[1] != used[2]
     assert all(u.startswith("token ghs_") for u in used)
     # check runs work with the App's installation token
-    got = call(tools["github_create_check_run"], name="charter", head_sha=HEAD,
-               conclusion="success", title="ok", summary="fine")  # fmt: skip
+    got = call(
+        tools["github_create_check_run"],
+        name="charter",
+        head_sha=HEAD,
+        conclusion="success",
+        title="ok",
+        summary="fine",
+    )
     assert got["status"] == "ok"
 
 
@@ -169,8 +189,11 @@ def test_credentials_never_reach_results_even_when_echoed(gh: FakeGitHub) -> Non
     from charter.testing import Reply
 
     # a hostile or buggy server echoes the Authorization header into its error message
-    gh.fail_next("GET", "/repos/octo/app/pulls/462", lambda: Reply(
-        400, {"message": f"bad header: token {TOKEN}", "documentation_url": "x"}))  # fmt: skip
+    gh.fail_next(
+        "GET",
+        "/repos/octo/app/pulls/462",
+        lambda: Reply(400, {"message": f"bad header: token {TOKEN}", "documentation_url": "x"}),
+    )
     got = call(tools_for(gh)["github_get_pull_request"], number=462)
     assert got["error"] == "remote_error" and TOKEN not in repr(got)
     assert "[redacted]" in got["message"]
@@ -179,8 +202,12 @@ def test_credentials_never_reach_results_even_when_echoed(gh: FakeGitHub) -> Non
 
 def test_one_tool_per_operation_lets_a_policy_allow_reads_and_deny_merge(gh: FakeGitHub) -> None:
     tools = list(tools_for(gh).values())
-    policy = Policy.from_dict({"tools": ["github_get_*"], "capabilities": ["git.get_diff",
-                               "github.pr_read", "github.checks_read"]})  # fmt: skip
+    policy = Policy.from_dict(
+        {
+            "tools": ["github_get_*"],
+            "capabilities": ["git.get_diff", "github.pr_read", "github.checks_read"],
+        }
+    )
     dispatcher = Dispatcher(tools, context=make_context("/tmp"))
 
     async def run(name: str, args: dict[str, Any]) -> Any:
@@ -197,8 +224,9 @@ def test_one_tool_per_operation_lets_a_policy_allow_reads_and_deny_merge(gh: Fak
 
     async def run2() -> Any:
         with with_execution_policy(only_pr, label="persona:t", kind="persona"):
-            return await dispatcher.dispatch_one(ToolCallRequest("c2", "github_get_diff",
-                                                                 {"number": 462}))  # fmt: skip
+            return await dispatcher.dispatch_one(
+                ToolCallRequest("c2", "github_get_diff", {"number": 462})
+            )
 
     assert asyncio.run(run2()).status == "permission_denied"
 

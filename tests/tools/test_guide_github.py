@@ -39,13 +39,30 @@ SCRIPT = {
     "turns": [
         {"tool_calls": [{"name": "github_get_diff", "arguments": {"number": 1}}]},
         "Findings: json.loads without error handling. Not blocking.",
-        {"tool_calls": [{"name": "github_post_review", "arguments": {
-            "number": 1, "event": "COMMENT", "commit_id": HEAD, "body": "One suggestion.",
-            "comments": [{"path": "src/app.py", "line": 11, "side": "RIGHT",
-                          "body": "json.loads raises on bad input: answer 400 instead?"}]}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "github_post_review",
+                    "arguments": {
+                        "number": 1,
+                        "event": "COMMENT",
+                        "commit_id": HEAD,
+                        "body": "One suggestion.",
+                        "comments": [
+                            {
+                                "path": "src/app.py",
+                                "line": 11,
+                                "side": "RIGHT",
+                                "body": "json.loads raises on bad input: answer 400 instead?",
+                            }
+                        ],
+                    },
+                }
+            ]
+        },
         "Review posted.",
     ]
-}  # fmt: skip
+}
 
 
 def blocks(text: str) -> list[tuple[str, str]]:
@@ -74,8 +91,15 @@ def run_block(block: str, cwd: Path, env: dict[str, str], env_file: Path) -> tup
         f'{sys.executable} -c "import json, os; json.dump(dict(os.environ), '
         f"open('{env_file}', 'w'))\"\n"
     )
-    proc = subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)  # fmt: skip
+    proc = subprocess.run(
+        ["bash", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     if env_file.exists():
         env.clear()
         env.update(json.loads(env_file.read_text()))
@@ -87,17 +111,29 @@ def deliver(port: int, secret: str, payload: dict[str, Any]) -> int:
     body = json.dumps(payload).encode()
     sig = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     req = urllib.request.Request(
-        f"http://127.0.0.1:{port}/hooks/github", data=body, method="POST",
-        headers={"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": "d-1",
-                 "X-Hub-Signature-256": sig, "Content-Type": "application/json"},
-    )  # fmt: skip
+        f"http://127.0.0.1:{port}/hooks/github",
+        data=body,
+        method="POST",
+        headers={
+            "X-GitHub-Event": "pull_request",
+            "X-GitHub-Delivery": "d-1",
+            "X-Hub-Signature-256": sig,
+            "Content-Type": "application/json",
+        },
+    )
     with urllib.request.urlopen(req, timeout=10) as resp:
         return int(resp.status)
 
 
 def status(cwd: Path, env: dict[str, str]) -> dict[str, Any]:
-    proc = subprocess.run(["charter", "persona", "status", "review_captain", "--json"],
-                          cwd=cwd, env=env, capture_output=True, text=True, check=True)  # fmt: skip
+    proc = subprocess.run(
+        ["charter", "persona", "status", "review_captain", "--json"],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return dict(json.loads(proc.stdout))
 
 
@@ -107,8 +143,9 @@ def test_follow_the_guide_against_the_fakes(tmp_path: Path) -> None:
     repo.mkdir()
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption()).decode()  # fmt: skip
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
     # step 2 in the browser: the App exists, is installed on the repository, key downloaded
     (home / "Downloads" / "acme-review-captain.2026-11-28.private-key.pem").write_text(pem)
     script = tmp_path / "model.json"
@@ -118,13 +155,15 @@ def test_follow_the_guide_against_the_fakes(tmp_path: Path) -> None:
     gh.add_pull("your-org/your-repo", 1, HEAD, diff=DIFF, title="parse the body as JSON")
     keep = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
     env = {k: v for k, v in os.environ.items() if k in keep}
-    env.update({
-        "HOME": str(home),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
-        "CHARTER_SRC": str(ROOT),
-        "GITHUB_API_URL": "",  # set below, once the fake listens
-        "CHARTER_LLM": f"mock:{script}",
-    })  # fmt: skip
+    env.update(
+        {
+            "HOME": str(home),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+            "CHARTER_SRC": str(ROOT),
+            "GITHUB_API_URL": "",  # set below, once the fake listens
+            "CHARTER_LLM": f"mock:{script}",
+        }
+    )
     env_file = tmp_path / "env.json"
     outputs: dict[str, str] = {}
     serve: subprocess.Popen[str] | None = None
@@ -136,8 +175,14 @@ def test_follow_the_guide_against_the_fakes(tmp_path: Path) -> None:
                     # step 7: the guide starts the server; GitHub then delivers the webhook
                     argv = block.split()[:]
                     argv[argv.index("--port") + 1] = str(port)
-                    serve = subprocess.Popen(argv, cwd=repo, env=env, text=True,
-                                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+                    serve = subprocess.Popen(
+                        argv,
+                        cwd=repo,
+                        env=env,
+                        text=True,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                    )
                     wait_healthy(port, serve)
                     before = status(repo, env)["last_run"]["run_id"]
                     assert deliver(port, env["CHARTER_WEBHOOK_SECRET_GITHUB"], webhook()) == 202
@@ -176,13 +221,17 @@ def webhook() -> dict[str, Any]:
     return {
         "action": "review_requested",
         "number": 1,
-        "pull_request": {"number": 1, "head": {"sha": HEAD, "ref": "json-body"},
-                         "base": {"ref": "main"}, "state": "open"},
+        "pull_request": {
+            "number": 1,
+            "head": {"sha": HEAD, "ref": "json-body"},
+            "base": {"ref": "main"},
+            "state": "open",
+        },
         "requested_reviewer": {"login": "acme-review-captain[bot]"},
         "repository": {"full_name": "your-org/your-repo"},
         "installation": {"id": 4711},
         "sender": {"login": "octocat"},
-    }  # fmt: skip
+    }
 
 
 def wait_healthy(port: int, proc: subprocess.Popen[str]) -> None:

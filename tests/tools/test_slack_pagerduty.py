@@ -41,8 +41,9 @@ def test_post_a_thread_and_react(fakes: Fakes) -> None:
         channel="#incidents", text="rolled back", thread_ts=first["ts"]
     )
     assert reply["thread_ts"] == first["ts"]
-    got = tools["slack_add_reaction"].handler(channel="#incidents", timestamp=first["ts"],
-                                              name=":eyes:")  # fmt: skip
+    got = tools["slack_add_reaction"].handler(
+        channel="#incidents", timestamp=first["ts"], name=":eyes:"
+    )
     assert got["status"] == "ok"
     assert [m["thread_ts"] for m in fakes.slack.messages] == [None, first["ts"]]
     assert fakes.slack.reactions == [{"channel": "C0INCIDENTS", "ts": first["ts"], "name": "eyes"}]

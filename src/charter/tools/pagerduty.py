@@ -38,6 +38,7 @@ class PagerDutyClient:
         from pagerduty import RestApiV2Client
 
         self.settings.require_rest()
+        assert self.settings.token is not None
         return RestApiV2Client(
             self.settings.token,
             default_from=self.settings.from_email,
@@ -49,6 +50,7 @@ class PagerDutyClient:
         from pagerduty import EventsApiV2Client
 
         self.settings.require_events()
+        assert self.settings.routing_key is not None
         return EventsApiV2Client(
             self.settings.routing_key,
             base_url=self.settings.events_url.rstrip("/"),
