@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import ssl
 import tempfile
 import threading
@@ -120,6 +121,12 @@ class FakeServer:
 
             def log_message(self, format: str, *args: Any) -> None:
                 return
+
+            def setup(self) -> None:
+                super().setup()
+                # headers and body go out as separate writes: without this, Nagle's
+                # algorithm and the client's delayed ACK hold the body back ~40 ms
+                self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

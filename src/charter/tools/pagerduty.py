@@ -28,6 +28,8 @@ class PagerDutyClient:
     def __init__(self, settings: PagerDutySettings, *, redactor: Redactor | None = None) -> None:
         self.settings = settings
         self.redactor = redactor or Redactor(settings.secrets())
+        # one client each, kept: a new one loads the CA bundle again (~100 ms a call)
+        self._clients: dict[str, Any] = {}
 
     def _verify(self) -> ssl.SSLContext | bool:
         if self.settings.ca_bundle:
@@ -38,24 +40,32 @@ class PagerDutyClient:
         from pagerduty import RestApiV2Client
 
         self.settings.require_rest()
+        if "rest" in self._clients:
+            return self._clients["rest"]
         assert self.settings.token is not None
-        return RestApiV2Client(
+        client = RestApiV2Client(
             self.settings.token,
             default_from=self.settings.from_email,
             base_url=self.settings.api_url.rstrip("/"),
             verify=self._verify(),
         )
+        self._clients["rest"] = client
+        return client
 
     def _events(self) -> Any:
         from pagerduty import EventsApiV2Client
 
         self.settings.require_events()
+        if "events" in self._clients:
+            return self._clients["events"]
         assert self.settings.routing_key is not None
-        return EventsApiV2Client(
+        client = EventsApiV2Client(
             self.settings.routing_key,
             base_url=self.settings.events_url.rstrip("/"),
             verify=self._verify(),
         )
+        self._clients["events"] = client
+        return client
 
     def _send(self, client: Any, method: str, path: str, body: Any = None) -> dict[str, Any]:
         from pagerduty import Error

@@ -90,9 +90,7 @@ class GitHubClient:
         self.retry = retry or RetryPolicy()
         self.redactor = redactor or Redactor(settings.secrets())
         self._transport = async_transport
-        self._ssl: bool | ssl.SSLContext = (
-            ssl.create_default_context(cafile=settings.ca_bundle) if settings.ca_bundle else True
-        )
+        self._ssl: ssl.SSLContext | None = None
         self.app_tokens: AppInstallationTokens | None = None
         if settings.auth_mode == "app":
             self.app_tokens = AppInstallationTokens(
@@ -105,13 +103,23 @@ class GitHubClient:
 
     # -- plumbing ------------------------------------------------------------
 
+    def _verify(self) -> ssl.SSLContext:
+        # one TLS context per client: httpx builds a new one (loading the CA bundle, ~100 ms)
+        # for every client githubkit makes per request otherwise (benchmarks/integrations.py)
+        if self._ssl is None:
+            import httpx
+
+            ca = self.settings.ca_bundle
+            self._ssl = ssl.create_default_context(cafile=ca) if ca else httpx.create_ssl_context()
+        return self._ssl
+
     def _client(self, auth: Any) -> GitHub[Any]:
         from githubkit import GitHub
 
         return GitHub(
             auth,
             base_url=self.settings.api_url,
-            ssl_verify=self._ssl,
+            ssl_verify=self._verify(),
             http_cache=False,
             auto_retry=False,  # retried here, with stamina's backoff and jitter
             async_transport=self._transport,
