@@ -11,7 +11,8 @@ on 127.0.0.1, alternating round by round so they see the same machine load:
   (the floor: a client, the fake's own time and the HTTP round trip).
 
 Also the import cost of ``charter.tools`` (which must stay light: the SDKs load on the
-first call) next to ``charter.agent`` (which it needs for ``Tool``) and ``githubkit``. Medians over the rounds are printed.
+first call) next to ``charter.agent`` (which it needs for ``Tool``) and ``githubkit``.
+Medians over the rounds are printed.
 """
 
 from __future__ import annotations
