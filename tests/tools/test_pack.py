@@ -133,6 +133,13 @@ def test_review_captain_promoted_posts_one_review_with_line_comments(
     receipt = next(r for r in data["receipts"] if r["kind"] == "persona.tool.executed")
     # the receipt records GitHub's request id (x-github-request-id)
     assert re.search(r'"request_id": "[0-9A-F]{4}:[0-9A-F]{5}:', receipt["result"]), receipt
+    # the token authenticated the write, yet is nowhere in the run record or the event log
+    token = fakes.env()["GITHUB_TOKEN"]
+    assert fakes.github.requests_to("POST", ".*")[0].headers["authorization"] == f"token {token}"
+    assert token not in json.dumps(data)
+    for stored in (pack / "state").rglob("*"):
+        if stored.is_file():
+            assert token.encode() not in stored.read_bytes(), stored
 
 
 def test_merge_captain_suggest_proposes_the_exact_merge(pack: Path, fakes: Fakes) -> None:
