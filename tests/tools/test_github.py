@@ -237,3 +237,19 @@ def test_writes_are_network_reads_are_read_only(gh: FakeGitHub, name: str) -> No
     assert tools[name].annotations.side_effect_level.label == "network"
     assert tools[name].preview is not None
     assert tools["github_get_diff"].annotations.side_effect_level.label == "read_only"
+
+
+def test_the_toolset_is_bound_to_its_repository(gh: FakeGitHub) -> None:
+    gh.add_pull("evil/other", 462, HEAD)
+    tools = tools_for(gh)
+    # a path smuggled in the number, or a repository the model adds, reaches nothing else
+    got = call(tools["github_comment"], number="462/../../../evil/other/issues/462", body="x")
+    assert got["error"] == "invalid_arguments"
+    got = call(tools["github_comment"], number=462, body="hi", repository="evil/other")
+    assert got["error"] == "invalid_arguments" and "repository" in got["message"]
+    got = call(tools["github_get_diff"], number=462, repository="evil/other")
+    assert got["error"] == "invalid_arguments"
+    assert gh.requests == [] and gh.comments == {}
+    # the allowed twin
+    assert call(tools["github_comment"], number=462, body="hi")["status"] == "ok"
+    assert [r.path for r in gh.requests] == ["/repos/octo/app/issues/462/comments"]
