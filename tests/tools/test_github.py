@@ -253,3 +253,16 @@ def test_the_toolset_is_bound_to_its_repository(gh: FakeGitHub) -> None:
     # the allowed twin
     assert call(tools["github_comment"], number=462, body="hi")["status"] == "ok"
     assert [r.path for r in gh.requests] == ["/repos/octo/app/issues/462/comments"]
+
+
+def test_github_enterprise_server_base_url_with_a_path(tmp_path: Any) -> None:
+    ghes = FakeGitHub(tokens=[TOKEN], prefix="/api/v3")
+    ghes.add_pull("octo/app", 462, HEAD, diff="")
+    with ghes:
+        assert ghes.url.endswith("/api/v3")
+        tools = tools_for(ghes, {"GITHUB_API_URL": ghes.url, "GITHUB_TOKEN": TOKEN})
+        assert call(tools["github_merge"], number=462, sha=HEAD)["status"] == "ok"
+        assert [r.path for r in ghes.requests] == ["/repos/octo/app/pulls/462/merge"]
+        assert tools["github_merge"].preview({"number": 462, "sha": HEAD})["url"] == (
+            f"{ghes.url}/repos/octo/app/pulls/462/merge"
+        )

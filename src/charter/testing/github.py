@@ -159,7 +159,8 @@ def _file_patches(diff: str) -> list[dict[str, Any]]:
 
 class FakeGitHub(FakeServer):
     """The fake; ``tokens`` are the personal/Actions tokens it accepts
-    (``scopes`` is what ``x-oauth-scopes`` reports for them)."""
+    (``scopes`` is what ``x-oauth-scopes`` reports for them); ``prefix="/api/v3"``
+    mounts it as GitHub Enterprise Server does (``url`` includes it)."""
 
     service = "github"
 
@@ -171,8 +172,9 @@ class FakeGitHub(FakeServer):
         app: FakeApp | None = None,
         clock: Callable[[], float] = time.time,
         tls: bool = False,
+        prefix: str = "",
     ) -> None:
-        super().__init__(tls=tls)
+        super().__init__(tls=tls, prefix=prefix)
         self.tokens = set(tokens)
         self.scopes = scopes
         self.app = app
