@@ -24,7 +24,7 @@ Every request is recorded (:attr:`requests`); the state (:attr:`reviews`,
 :attr:`comments`, :attr:`merges`, ...) is what a test asserts on.
 
 ```python
-with FakeGitHub(tokens={"ghp_test"}) as gh:
+with FakeGitHub(tokens=["ghp_test"]) as gh:
     gh.add_pull("octo/repo", 7, head_sha="a" * 40, diff=DIFF)
     ...  # point GITHUB_API_URL at gh.url
     assert gh.reviews["octo/repo#7"][0]["comments"][0]["line"] == 3
