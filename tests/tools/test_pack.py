@@ -128,8 +128,10 @@ def test_review_captain_promoted_posts_one_review_with_line_comments(
             "body": "Nice: maybe link docs/run.md for what the demo shows.",
         }
     ]
-    executed = [c for c in data["tool_calls"] if c.get("executed")]
-    assert executed[0]["tool"] == "github_post_review" and executed[0]["status"] == "ok"
+    posted = [
+        c for c in data["tool_calls"] if c.get("executed") and c["tool"] == "github_post_review"
+    ]
+    assert [c["status"] for c in posted] == ["ok"]
     receipt = next(r for r in data["receipts"] if r["kind"] == "persona.tool.executed")
     # the receipt records GitHub's request id (x-github-request-id)
     assert re.search(r'"request_id": "[0-9A-F]{4}:[0-9A-F]{5}:', receipt["result"]), receipt
