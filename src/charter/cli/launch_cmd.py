@@ -346,11 +346,21 @@ def recover(directory: str | None, as_json: bool) -> None:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True)
-def doctor(as_json: bool) -> None:
-    """Check the coding CLIs, namespaces, bubblewrap and the persona folders."""
+@click.option(
+    "--repo",
+    "repository",
+    default=None,
+    metavar="OWNER/NAME",
+    help="Also check that the GitHub App is installed on this repository.",
+)
+def doctor(as_json: bool, repository: str | None) -> None:
+    """Check the coding CLIs, namespaces, bubblewrap, the persona folders, and the
+    GitHub, Slack and PagerDuty credentials (valid, scopes, App installation, webhook
+    secret)."""
     from charter.launch.doctor import checks
+    from charter.tools.doctor import checks as integration_checks
 
-    results = checks()
+    results = checks() + integration_checks(repository=repository)
     if as_json:
         emit_json(results)
     else:

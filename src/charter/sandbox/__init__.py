@@ -34,7 +34,7 @@ from charter._lazy import lazy_exports
 if TYPE_CHECKING:
     from .availability import Availability, available, diagnostics, install_hint, landlock_abi
     from .bwrap import BASE_ENV, PROXY_PORT, Wrapped, bwrap_argv, bwrap_path, sandbox_env
-    from .execute import SHELL_STARTUP_VARS, run_command
+    from .execute import CREDENTIAL_VARS, SHELL_STARTUP_VARS, run_command
     from .profile import NetworkMode, SandboxProfile, build_profile, network_mode, writable_roots
     from .proxy import NetworkProxy, decide_host
     from .receipt import HostRefusal, SandboxReceipt, SandboxUnavailable, refused_paths_from
@@ -56,6 +56,7 @@ _LAZY = {
     "bwrap_path": "bwrap",
     "sandbox_env": "bwrap",
     "SHELL_STARTUP_VARS": "execute",
+    "CREDENTIAL_VARS": "execute",
     "run_command": "execute",
     "NetworkMode": "profile",
     "SandboxProfile": "profile",
@@ -81,6 +82,7 @@ __all__ = [
     "BASE_ENV",
     "PROXY_PORT",
     "SHELL_STARTUP_VARS",
+    "CREDENTIAL_VARS",
     "Availability",
     "HostRefusal",
     "NetworkMode",

@@ -19,6 +19,18 @@ from .runner import sandbox_for
 
 #: Variables that make bash (or sh) run a file before the command: never inherited.
 SHELL_STARTUP_VARS = frozenset({"BASH_ENV", "ENV"})
+#: The integrations' credentials (charter.tools): they stay in the charter process, so an
+#: unsandboxed command does not inherit them either (a sandboxed one starts clean).
+CREDENTIAL_VARS = frozenset(
+    {
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GITHUB_APP_PRIVATE_KEY",
+        "SLACK_BOT_TOKEN",
+        "PAGERDUTY_TOKEN",
+        "PAGERDUTY_ROUTING_KEY",
+    }
+)
 _MAX_OUTPUT = 200_000
 
 
@@ -37,13 +49,17 @@ async def run_command(
     result is ``{"status": "error", "error", "receipt"}`` (a
     :class:`~charter.sandbox.SandboxUnavailable`). ``env`` adds variables inside the
     sandbox (whose environment is otherwise clean); unsandboxed, the command inherits
-    charter's environment minus :data:`SHELL_STARTUP_VARS`.
+    charter's environment minus :data:`SHELL_STARTUP_VARS` and :data:`CREDENTIAL_VARS`.
     """
     box = sandbox_for(current_stack(), workspace)
     if isinstance(box, SandboxUnavailable):
         return {"status": "error", "error": box.message, "receipt": box.to_dict()}
     command = list(argv)
-    child_env = {k: v for k, v in os.environ.items() if k not in SHELL_STARTUP_VARS}
+    child_env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in SHELL_STARTUP_VARS and k not in CREDENTIAL_VARS
+    }
     wrapped = None
     timed_out = False
     out = err = b""

@@ -8,14 +8,14 @@ tests its own personas and workflows offline, the way ``moto`` serves AWS code::
 
     from charter.testing import FakeGitHub
 
-    with FakeGitHub(tokens={"ghp_test"}) as gh:
+    with FakeGitHub(tokens=["ghp_test"]) as gh:
         gh.add_pull("octo/repo", 7, head_sha="a" * 40, diff=open("pr.diff").read())
         env = {"GITHUB_API_URL": gh.url, "GITHUB_TOKEN": "ghp_test"}
         ...  # run the persona with env
         assert gh.reviews["octo/repo#7"][0]["comments"]
 
-:func:`serve_fakes` starts all three from a world file for ``charter demo`` and the
-guide's walk-through.
+:func:`serve_fakes` starts all three from a world file (``charter demo`` runs the
+template pack against them). Reference: docs/integrations.md.
 """
 
 from ._server import FakeServer, RecordedRequest, Reply

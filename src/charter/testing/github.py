@@ -24,7 +24,7 @@ Every request is recorded (:attr:`requests`); the state (:attr:`reviews`,
 :attr:`comments`, :attr:`merges`, ...) is what a test asserts on.
 
 ```python
-with FakeGitHub(tokens={"ghp_test"}) as gh:
+with FakeGitHub(tokens=["ghp_test"]) as gh:
     gh.add_pull("octo/repo", 7, head_sha="a" * 40, diff=DIFF)
     ...  # point GITHUB_API_URL at gh.url
     assert gh.reviews["octo/repo#7"][0]["comments"][0]["line"] == 3
@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import _github_shapes as shapes
 from ._server import FakeServer, RecordedRequest, Reply
 
 DOCS = "https://docs.github.com/rest"
@@ -51,6 +52,17 @@ SECONDARY_LIMIT = (
     "You have exceeded a secondary rate limit. Please wait a few minutes before you try "
     "again. If you reach out to GitHub Support for help, please include the request ID "
 )
+
+
+_APP_PERMISSIONS = {
+    "pull_requests": "write",
+    "contents": "read",
+    "checks": "write",
+    "statuses": "write",
+    "issues": "write",
+    "administration": "read",
+    "metadata": "read",
+}
 
 
 @dataclass
@@ -147,7 +159,8 @@ def _file_patches(diff: str) -> list[dict[str, Any]]:
 
 class FakeGitHub(FakeServer):
     """The fake; ``tokens`` are the personal/Actions tokens it accepts
-    (``scopes`` is what ``x-oauth-scopes`` reports for them)."""
+    (``scopes`` is what ``x-oauth-scopes`` reports for them); ``prefix="/api/v3"``
+    mounts it as GitHub Enterprise Server does (``url`` includes it)."""
 
     service = "github"
 
@@ -159,8 +172,9 @@ class FakeGitHub(FakeServer):
         app: FakeApp | None = None,
         clock: Callable[[], float] = time.time,
         tls: bool = False,
+        prefix: str = "",
     ) -> None:
-        super().__init__(tls=tls)
+        super().__init__(tls=tls, prefix=prefix)
         self.tokens = set(tokens)
         self.scopes = scopes
         self.app = app
@@ -320,13 +334,44 @@ class FakeGitHub(FakeServer):
         if isinstance(who, Reply):
             return who
         headers = {"x-oauth-scopes": self.scopes} if who[0] == "token" else {}
-        return _ok({"login": "charter-bot", "id": 1, "type": "User"}, headers=headers)
+        me = {
+            **shapes.user("charter-bot"),
+            "name": "charter bot",
+            "company": None,
+            "blog": "",
+            "location": None,
+            "email": None,
+            "hireable": None,
+            "bio": None,
+            "public_repos": 1,
+            "public_gists": 0,
+            "followers": 0,
+            "following": 0,
+            "created_at": shapes.STAMP,
+            "updated_at": shapes.STAMP,
+        }
+        return _ok(me, headers=headers)
 
     def _app(self, req: RecordedRequest, m: re.Match[str]) -> Reply:
         got = self._app_jwt(req)
         if isinstance(got, Reply):
             return got
-        return _ok({"id": got, "slug": "charter-review", "name": "charter review"})
+        return _ok(
+            {
+                "id": got,
+                "slug": "charter-review",
+                "node_id": shapes.node_id("A", got),
+                "owner": shapes.user("example", "Organization"),
+                "name": "charter review",
+                "description": "review_captain",
+                "external_url": "https://example.com",
+                "html_url": f"{shapes.WEB}/apps/charter-review",
+                "created_at": shapes.STAMP,
+                "updated_at": shapes.STAMP,
+                "permissions": dict(_APP_PERMISSIONS),
+                "events": ["pull_request", "pull_request_review", "check_run"],
+            }
+        )
 
     def _installation(self, req: RecordedRequest, m: re.Match[str]) -> Reply:
         got = self._app_jwt(req)
@@ -340,19 +385,26 @@ class FakeGitHub(FakeServer):
                 "Not Found",
                 f"{DOCS}/apps/apps#get-a-repository-installation-for-the-authenticated-app",
             )
+        account = shapes.user(m["o"], "Organization")
         return _ok(
             {
                 "id": iid,
-                "app_id": self.app.app_id,
-                "account": {"login": m["o"]},
+                "account": account,
                 "repository_selection": "selected",
-                "permissions": {
-                    "pull_requests": "write",
-                    "contents": "read",
-                    "checks": "write",
-                    "statuses": "write",
-                    "issues": "write",
-                },
+                "access_tokens_url": f"{shapes.API}/app/installations/{iid}/access_tokens",
+                "repositories_url": f"{shapes.API}/installation/repositories",
+                "html_url": f"{shapes.WEB}/organizations/{m['o']}/settings/installations/{iid}",
+                "app_id": self.app.app_id,
+                "app_slug": "charter-review",
+                "target_id": account["id"],
+                "target_type": "Organization",
+                "permissions": dict(_APP_PERMISSIONS),
+                "events": ["pull_request", "pull_request_review", "check_run"],
+                "created_at": shapes.STAMP,
+                "updated_at": shapes.STAMP,
+                "single_file_name": None,
+                "suspended_by": None,
+                "suspended_at": None,
             }
         )
 
@@ -410,10 +462,7 @@ class FakeGitHub(FakeServer):
         if isinstance(pull, Reply):
             return pull
         return _ok(
-            [
-                {"sha": hashlib.sha1(f["filename"].encode()).hexdigest(), **f}
-                for f in _file_patches(pull.diff)
-            ]
+            [shapes.diff_entry(pull.repo, pull.head_sha, f) for f in _file_patches(pull.diff)]
         )
 
     def _review(self, req: RecordedRequest, m: re.Match[str]) -> Reply:
@@ -447,18 +496,22 @@ class FakeGitHub(FakeServer):
                     f"{DOCS}/pulls/reviews#create-a-review-for-a-pull-request",
                     errors=["Line could not be resolved"],
                 )
+        rid = next(self._ids)
+        html = f"{shapes.WEB}/{pull.repo}/pull/{pull.number}#pullrequestreview-{rid}"
+        pr_url = f"{shapes.API}/repos/{pull.repo}/pulls/{pull.number}"
         review = {
-            "id": next(self._ids),
-            "node_id": "PRR_fake",
-            "user": {"login": "charter-bot", "id": 1, "type": "Bot"},
+            "id": rid,
+            "node_id": shapes.node_id("PRR", rid),
+            "user": shapes.user("charter-bot[bot]", "Bot"),
             "body": body.get("body", ""),
             "state": {
                 "APPROVE": "APPROVED",
                 "REQUEST_CHANGES": "CHANGES_REQUESTED",
                 "COMMENT": "COMMENTED",
             }.get(event, "PENDING"),
-            "html_url": f"https://github.com/{pull.repo}/pull/{pull.number}#pullrequestreview",
-            "pull_request_url": f"https://api.github.com/repos/{pull.repo}/pulls/{pull.number}",
+            "html_url": html,
+            "pull_request_url": pr_url,
+            "_links": {"html": {"href": html}, "pull_request": {"href": pr_url}},
             "commit_id": body.get("commit_id") or pull.head_sha,
             "submitted_at": _now(self.clock),
             "author_association": "NONE",
@@ -544,12 +597,19 @@ class FakeGitHub(FakeServer):
                 f"{DOCS}/issues/comments",
                 errors=[{"resource": "IssueComment", "code": "missing_field", "field": "body"}],
             )
+        cid = next(self._ids)
+        repo, number = key.split("#")
         comment = {
-            "id": next(self._ids),
+            "id": cid,
+            "node_id": shapes.node_id("IC", cid),
+            "url": f"{shapes.API}/repos/{repo}/issues/comments/{cid}",
+            "html_url": f"{shapes.WEB}/{repo}/pull/{number}#issuecomment-{cid}",
             "body": body["body"],
-            "user": {"login": "charter-bot"},
+            "user": shapes.user("charter-bot[bot]", "Bot"),
             "created_at": _now(self.clock),
-            "html_url": f"https://github.com/{key.replace('#', '/pull/')}#issuecomment",
+            "updated_at": _now(self.clock),
+            "issue_url": f"{shapes.API}/repos/{repo}/issues/{number}",
+            "author_association": "NONE",
         }
         self.comments.setdefault(key, []).append(comment)
         return _ok(comment, status=201)
@@ -565,12 +625,7 @@ class FakeGitHub(FakeServer):
         for name in (req.json() or {}).get("labels") or []:
             if name not in pull.labels:
                 pull.labels.append(name)
-        return _ok(
-            [
-                {"id": i, "name": n, "color": "ededed", "default": False}
-                for i, n in enumerate(pull.labels)
-            ]
-        )
+        return _ok([shapes.label(pull.repo, n, i) for i, n in enumerate(pull.labels)])
 
     def _required(self, req: RecordedRequest, m: re.Match[str]) -> Reply:
         who = self._auth(req)
@@ -583,10 +638,13 @@ class FakeGitHub(FakeServer):
                 "Branch not protected",
                 f"{DOCS}/branches/branch-protection#get-status-checks-protection",
             )
+        url = f"{shapes.API}/repos/{m['o']}/{m['r']}/branches/{m['b']}/protection"
         return _ok(
             {
+                "url": f"{url}/required_status_checks",
                 "strict": True,
                 "contexts": contexts,
+                "contexts_url": f"{url}/required_status_checks/contexts",
                 "checks": [{"context": c, "app_id": None} for c in contexts],
             }
         )
@@ -595,8 +653,10 @@ class FakeGitHub(FakeServer):
         who = self._auth(req)
         if isinstance(who, Reply):
             return who
-        runs = self.check_run_state.get(f"{m['o']}/{m['r']}@{m['ref']}", [])
-        return _ok({"total_count": len(runs), "check_runs": runs})
+        repo = f"{m['o']}/{m['r']}"
+        runs = self.check_run_state.get(f"{repo}@{m['ref']}", [])
+        shaped = [shapes.check_run(repo, run) for run in runs]
+        return _ok({"total_count": len(shaped), "check_runs": shaped})
 
     def _combined(self, req: RecordedRequest, m: re.Match[str]) -> Reply:
         who = self._auth(req)
@@ -611,8 +671,17 @@ class FakeGitHub(FakeServer):
             if "pending" in states or not statuses
             else "success"
         )
+        repo = f"{m['o']}/{m['r']}"
         return _ok(
-            {"state": state, "sha": m["ref"], "total_count": len(statuses), "statuses": statuses}
+            {
+                "state": state,
+                "sha": m["ref"],
+                "total_count": len(statuses),
+                "statuses": [shapes.status(repo, m["ref"], st) for st in statuses],
+                "repository": shapes.repository(repo),
+                "commit_url": f"{shapes.API}/repos/{repo}/commits/{m['ref']}",
+                "url": f"{shapes.API}/repos/{repo}/commits/{m['ref']}/status",
+            }
         )
 
     def _set_status(self, req: RecordedRequest, m: re.Match[str]) -> Reply:
@@ -635,7 +704,7 @@ class FakeGitHub(FakeServer):
             "target_url": body.get("target_url"),
         }
         self.status_state.setdefault(f"{m['o']}/{m['r']}@{m['sha']}", []).append(status)
-        return _ok(status, status=201)
+        return _ok(shapes.status(f"{m['o']}/{m['r']}", m["sha"], status), status=201)
 
     def _create_check_run(self, req: RecordedRequest, m: re.Match[str]) -> Reply:
         who = self._auth(req)
@@ -657,7 +726,7 @@ class FakeGitHub(FakeServer):
             "output": body.get("output"),
         }
         self.check_run_state.setdefault(f"{m['o']}/{m['r']}@{body.get('head_sha')}", []).append(run)
-        return _ok(run, status=201)
+        return _ok(shapes.check_run(f"{m['o']}/{m['r']}", run), status=201)
 
 
 def _request_id() -> str:
@@ -695,44 +764,67 @@ def _now(clock: Callable[[], float]) -> str:
 
 
 def _pull_json(pull: FakePull) -> dict[str, Any]:
-    api = f"https://api.github.com/repos/{pull.repo}"
-    repo = {
-        "full_name": pull.repo,
-        "name": pull.repo.split("/")[1],
-        "owner": {"login": pull.repo.split("/")[0]},
-    }
+    api = f"{shapes.API}/repos/{pull.repo}"
+    web = f"{shapes.WEB}/{pull.repo}/pull/{pull.number}"
+    owner = pull.repo.split("/")[0]
+    repo = shapes.repository(pull.repo)
     files = _file_patches(pull.diff)
+    pid = shapes.number_id(f"{pull.repo}#{pull.number}")
+
+    def ref(name: str, sha: str) -> dict[str, Any]:
+        return {
+            "label": f"{owner}:{name}",
+            "ref": name,
+            "sha": sha,
+            "user": shapes.user(owner, "Organization"),
+            "repo": repo,
+        }
+
     return {
         "url": f"{api}/pulls/{pull.number}",
-        "id": 10_000 + pull.number,
-        "node_id": f"PR_fake{pull.number}",
-        "html_url": f"https://github.com/{pull.repo}/pull/{pull.number}",
-        "diff_url": f"https://github.com/{pull.repo}/pull/{pull.number}.diff",
+        "id": pid,
+        "node_id": shapes.node_id("PR", pid),
+        "html_url": web,
+        "diff_url": f"{web}.diff",
+        "patch_url": f"{web}.patch",
+        "issue_url": f"{api}/issues/{pull.number}",
+        "commits_url": f"{api}/pulls/{pull.number}/commits",
+        "review_comments_url": f"{api}/pulls/{pull.number}/comments",
+        "review_comment_url": f"{api}/pulls/comments{{/number}}",
+        "comments_url": f"{api}/issues/{pull.number}/comments",
+        "statuses_url": f"{api}/statuses/{pull.head_sha}",
         "number": pull.number,
         "state": pull.state,
         "locked": False,
         "title": pull.title,
-        "user": {"login": pull.author, "id": 583231, "type": "User"},
+        "user": shapes.user(pull.author),
         "body": pull.body,
-        "labels": [{"name": n} for n in pull.labels],
-        "draft": pull.draft,
-        "head": {
-            "label": f"{pull.repo.split('/')[0]}:{pull.head_ref}",
-            "ref": pull.head_ref,
-            "sha": pull.head_sha,
-            "repo": repo,
-        },
-        "base": {
-            "label": f"{pull.repo.split('/')[0]}:{pull.base_ref}",
-            "ref": pull.base_ref,
-            "sha": pull.base_sha,
-            "repo": repo,
-        },
-        "merged": pull.merged,
+        "labels": [shapes.label(pull.repo, n, i) for i, n in enumerate(pull.labels)],
+        "milestone": None,
+        "active_lock_reason": None,
+        "created_at": shapes.STAMP,
+        "updated_at": shapes.STAMP,
+        "closed_at": shapes.STAMP if pull.state == "closed" else None,
+        "merged_at": shapes.STAMP if pull.merged else None,
         "merge_commit_sha": pull.merge_sha,
+        "assignee": None,
+        "assignees": [],
+        "requested_reviewers": [shapes.user(r) for r in pull.requested_reviewers],
+        "requested_teams": [],
+        "draft": pull.draft,
+        "head": ref(pull.head_ref, pull.head_sha),
+        "base": ref(pull.base_ref, pull.base_sha),
+        "_links": shapes.links(pull.repo, pull.number),
+        "author_association": "CONTRIBUTOR",
+        "auto_merge": None,
+        "merged": pull.merged,
         "mergeable": pull.mergeable if not pull.merged else None,
+        "rebaseable": pull.mergeable if not pull.merged else None,
         "mergeable_state": "clean" if pull.mergeable else "dirty",
-        "requested_reviewers": [{"login": r} for r in pull.requested_reviewers],
+        "merged_by": shapes.user("charter-bot[bot]", "Bot") if pull.merged else None,
+        "comments": 0,
+        "review_comments": 0,
+        "maintainer_can_modify": False,
         "commits": 1,
         "additions": sum(f["additions"] for f in files),
         "deletions": sum(f["deletions"] for f in files),

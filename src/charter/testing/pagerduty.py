@@ -41,19 +41,26 @@ class FakePagerDuty(FakeServer):
         self.events: list[dict[str, Any]] = []
         self._ids = itertools.count(1)
         self.route("GET", "/users/me", self._me)
-        self.route("GET", r"/incidents/(?P<id>[A-Z0-9]+)", self._get)
-        self.route("PUT", r"/incidents/(?P<id>[A-Z0-9]+)", self._put)
-        self.route("POST", r"/incidents/(?P<id>[A-Z0-9]+)/notes", self._note)
+        self.route("GET", "/abilities", self._abilities)
+        self.route("GET", r"/incidents/(?P<id>[A-Za-z0-9-]+)", self._get)
+        self.route("PUT", r"/incidents/(?P<id>[A-Za-z0-9-]+)", self._put)
+        self.route("POST", r"/incidents/(?P<id>[A-Za-z0-9-]+)/notes", self._note)
         self.route("POST", "/v2/enqueue", self._enqueue)
 
     def add_incident(
         self, incident_id: str, title: str, *, service: str = "checkout", urgency: str = "high"
     ) -> dict[str, Any]:
-        incident = {"id": incident_id, "type": "incident", "title": title,
-                    "summary": f"[#{incident_id}] {title}", "status": "triggered",
-                    "urgency": urgency, "incident_key": secrets.token_hex(8),
-                    "service": {"id": "PSVC001", "type": "service_reference", "summary": service},
-                    "html_url": f"https://charter-fake.pagerduty.com/incidents/{incident_id}"}  # fmt: skip
+        incident = {
+            "id": incident_id,
+            "type": "incident",
+            "title": title,
+            "summary": f"[#{incident_id}] {title}",
+            "status": "triggered",
+            "urgency": urgency,
+            "incident_key": secrets.token_hex(8),
+            "service": {"id": "PSVC001", "type": "service_reference", "summary": service},
+            "html_url": f"https://charter-fake.pagerduty.com/incidents/{incident_id}",
+        }
         self.incidents[incident_id] = incident
         return incident
 
@@ -69,13 +76,22 @@ class FakePagerDuty(FakeServer):
     def _writer(self, req: RecordedRequest) -> Reply | None:
         sender = req.headers.get("from", "")
         if not sender:
-            return _error(400, 2001, "Invalid Input Provided",
-                          ["You must specify a user's email address in the \"From\" header "
-                           "to perform this action"])  # fmt: skip
+            return _error(
+                400,
+                2001,
+                "Invalid Input Provided",
+                [
+                    'You must specify a user\'s email address in the "From" header '
+                    "to perform this action"
+                ],
+            )
         if sender not in self.users:
-            return _error(400, 2001, "Invalid Input Provided",
-                          ["The email address specified in the \"From\" header is not a "
-                           "valid user"])  # fmt: skip
+            return _error(
+                400,
+                2001,
+                "Invalid Input Provided",
+                ['The email address specified in the "From" header is not a valid user'],
+            )
         return None
 
     def _me(self, req: RecordedRequest, m: re.Match[str]) -> Reply:
@@ -83,6 +99,12 @@ class FakePagerDuty(FakeServer):
         if err is not None:
             return err
         return _ok({"user": {"id": "PUSER01", "email": sorted(self.users)[0], "type": "user"}})
+
+    def _abilities(self, req: RecordedRequest, m: re.Match[str]) -> Reply:
+        err = self._auth(req)
+        if err is not None:
+            return err
+        return _ok({"abilities": ["teams", "read_only_users", "urgencies"]})
 
     def _incident(self, m: re.Match[str]) -> dict[str, Any] | Reply:
         incident = self.incidents.get(m["id"])
@@ -112,8 +134,12 @@ class FakePagerDuty(FakeServer):
             "acknowledged",
             "resolved",
         ):
-            return _error(400, 2001, "Invalid Input Provided",
-                          ["Incident status must be acknowledged or resolved"])  # fmt: skip
+            return _error(
+                400,
+                2001,
+                "Invalid Input Provided",
+                ["Incident status must be acknowledged or resolved"],
+            )
         if incident["status"] == "resolved":
             return _error(400, 2001, "Invalid Input Provided", ["Incident Already Resolved"])
         incident["status"] = status
@@ -129,8 +155,11 @@ class FakePagerDuty(FakeServer):
         content = ((req.json() or {}).get("note") or {}).get("content")
         if not content:
             return _error(400, 2001, "Invalid Input Provided", ["Note content can't be blank"])
-        note = {"id": f"PNOTE{next(self._ids):03d}", "content": content,
-                "user": {"summary": req.headers.get("from"), "type": "user_reference"}}  # fmt: skip
+        note = {
+            "id": f"PNOTE{next(self._ids):03d}",
+            "content": content,
+            "user": {"summary": req.headers.get("from"), "type": "user_reference"},
+        }
         self.notes.setdefault(m["id"], []).append(note)
         return _ok({"note": note}, status=201)
 
@@ -151,8 +180,9 @@ class FakePagerDuty(FakeServer):
                 return _event_error([f"'payload.{k}' is missing or blank" for k in missing])
         dedup = event.get("dedup_key") or secrets.token_hex(16)
         self.events.append({**event, "dedup_key": dedup})
-        return Reply(202, {"status": "success", "message": "Event processed", "dedup_key": dedup},
-                     _headers())  # fmt: skip
+        return Reply(
+            202, {"status": "success", "message": "Event processed", "dedup_key": dedup}, _headers()
+        )
 
 
 def _headers() -> dict[str, str]:
@@ -164,10 +194,14 @@ def _ok(body: Any, *, status: int = 200) -> Reply:
 
 
 def _error(status: int, code: int, message: str, errors: list[str] | None = None) -> Reply:
-    return Reply(status, {"error": {"message": message, "code": code, "errors": errors or []}},
-                 _headers())  # fmt: skip
+    return Reply(
+        status, {"error": {"message": message, "code": code, "errors": errors or []}}, _headers()
+    )
 
 
 def _event_error(errors: list[str]) -> Reply:
-    return Reply(400, {"status": "invalid event", "message": "Event object is invalid",
-                       "errors": errors}, _headers())  # fmt: skip
+    return Reply(
+        400,
+        {"status": "invalid event", "message": "Event object is invalid", "errors": errors},
+        _headers(),
+    )

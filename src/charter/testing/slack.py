@@ -55,7 +55,7 @@ class FakeSlack(FakeServer):
                 429,
                 {"ok": False, "error": "ratelimited"},
                 {"Retry-After": str(retry_after), **_headers()},
-            ),  # fmt: skip
+            ),
         )
 
     def _args(self, req: RecordedRequest) -> dict[str, Any]:
@@ -89,9 +89,17 @@ class FakeSlack(FakeServer):
         _, err = self._check(req)
         if err is not None:
             return err
-        return _ok({"url": "https://charter-fake.slack.com/", "team": "charter",
-                    "user": "charter-bot", "team_id": "T0CHARTER", "user_id": "U0BOT",
-                    "bot_id": "B0BOT"}, scopes="chat:write,reactions:write")  # fmt: skip
+        return _ok(
+            {
+                "url": "https://charter-fake.slack.com/",
+                "team": "charter",
+                "user": "charter-bot",
+                "team_id": "T0CHARTER",
+                "user_id": "U0BOT",
+                "bot_id": "B0BOT",
+            },
+            scopes="chat:write,reactions:write",
+        )
 
     def _post(self, req: RecordedRequest, m: re.Match[str]) -> Reply:
         args, err = self._check(req)
@@ -105,12 +113,26 @@ class FakeSlack(FakeServer):
         if not args.get("text") and not args.get("blocks"):
             return _fail("no_text")
         ts = f"1764300000.{next(self._ts):06d}"
-        message = {"channel": channel, "ts": ts, "text": args.get("text", ""),
-                   "thread_ts": args.get("thread_ts")}  # fmt: skip
+        message = {
+            "channel": channel,
+            "ts": ts,
+            "text": args.get("text", ""),
+            "thread_ts": args.get("thread_ts"),
+        }
         self.messages.append(message)
-        return _ok({"channel": channel, "ts": ts, "message": {
-            "type": "message", "text": message["text"], "ts": ts, "bot_id": "B0BOT",
-            **({"thread_ts": message["thread_ts"]} if message["thread_ts"] else {})}})  # fmt: skip
+        return _ok(
+            {
+                "channel": channel,
+                "ts": ts,
+                "message": {
+                    "type": "message",
+                    "text": message["text"],
+                    "ts": ts,
+                    "bot_id": "B0BOT",
+                    **({"thread_ts": message["thread_ts"]} if message["thread_ts"] else {}),
+                },
+            }
+        )
 
     def _react(self, req: RecordedRequest, m: re.Match[str]) -> Reply:
         args, err = self._check(req)

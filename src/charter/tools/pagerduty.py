@@ -28,6 +28,8 @@ class PagerDutyClient:
     def __init__(self, settings: PagerDutySettings, *, redactor: Redactor | None = None) -> None:
         self.settings = settings
         self.redactor = redactor or Redactor(settings.secrets())
+        # one client each, kept: a new one loads the CA bundle again (~100 ms a call)
+        self._clients: dict[str, Any] = {}
 
     def _verify(self) -> ssl.SSLContext | bool:
         if self.settings.ca_bundle:
@@ -38,22 +40,32 @@ class PagerDutyClient:
         from pagerduty import RestApiV2Client
 
         self.settings.require_rest()
-        return RestApiV2Client(
+        if "rest" in self._clients:
+            return self._clients["rest"]
+        assert self.settings.token is not None
+        client = RestApiV2Client(
             self.settings.token,
             default_from=self.settings.from_email,
             base_url=self.settings.api_url.rstrip("/"),
             verify=self._verify(),
         )
+        self._clients["rest"] = client
+        return client
 
     def _events(self) -> Any:
         from pagerduty import EventsApiV2Client
 
         self.settings.require_events()
-        return EventsApiV2Client(
+        if "events" in self._clients:
+            return self._clients["events"]
+        assert self.settings.routing_key is not None
+        client = EventsApiV2Client(
             self.settings.routing_key,
             base_url=self.settings.events_url.rstrip("/"),
             verify=self._verify(),
         )
+        self._clients["events"] = client
+        return client
 
     def _send(self, client: Any, method: str, path: str, body: Any = None) -> dict[str, Any]:
         from pagerduty import Error
@@ -85,8 +97,11 @@ class PagerDutyClient:
 
     @staticmethod
     def note_request(incident: str, content: str) -> dict[str, Any]:
-        return {"method": "POST", "path": f"/incidents/{incident}/notes",
-                "body": {"note": {"content": content}}}  # fmt: skip
+        return {
+            "method": "POST",
+            "path": f"/incidents/{incident}/notes",
+            "body": {"note": {"content": content}},
+        }
 
     @staticmethod
     def trigger_request(
@@ -94,9 +109,10 @@ class PagerDutyClient:
     ) -> dict[str, Any]:
         if severity not in ("critical", "error", "warning", "info"):
             raise ValueError(f"severity {severity!r}: expected critical, error, warning or info")
-        body: dict[str, Any] = {"event_action": "trigger",
-                                "payload": {"summary": summary, "source": source,
-                                            "severity": severity}}  # fmt: skip
+        body: dict[str, Any] = {
+            "event_action": "trigger",
+            "payload": {"summary": summary, "source": source, "severity": severity},
+        }
         if dedup_key:
             body["dedup_key"] = dedup_key
         return {"method": "POST", "path": "/v2/enqueue", "body": body}
@@ -106,17 +122,32 @@ class PagerDutyClient:
     def get_incident(self, incident: str) -> dict[str, Any]:
         got = self._send(self._rest(), "GET", f"/incidents/{incident}")
         inc = got["data"].get("incident") or {}
-        return {"status": "ok", "request_id": got["request_id"], "id": inc.get("id"),
-                "title": inc.get("title"), "incident_status": inc.get("status"),
-                "urgency": inc.get("urgency"), "service": (inc.get("service") or {}).get("summary"),
-                "html_url": inc.get("html_url")}  # fmt: skip
+        return {
+            "status": "ok",
+            "request_id": got["request_id"],
+            "id": inc.get("id"),
+            "title": inc.get("title"),
+            "incident_status": inc.get("status"),
+            "urgency": inc.get("urgency"),
+            "service": (inc.get("service") or {}).get("summary"),
+            "html_url": inc.get("html_url"),
+        }
+
+    def abilities(self) -> list[str]:
+        """The account's abilities (``GET /abilities``): a token check for any token."""
+        got = self._send(self._rest(), "GET", "/abilities")
+        return [str(a) for a in got["data"].get("abilities") or []]
 
     def _status(self, incident: str, status: str) -> dict[str, Any]:
         req = self.status_request(incident, status)
         got = self._send(self._rest(), req["method"], req["path"], req["body"])
         inc = got["data"].get("incident") or {}
-        return {"status": "ok", "request_id": got["request_id"], "id": inc.get("id"),
-                "incident_status": inc.get("status")}  # fmt: skip
+        return {
+            "status": "ok",
+            "request_id": got["request_id"],
+            "id": inc.get("id"),
+            "incident_status": inc.get("status"),
+        }
 
     def acknowledge(self, incident: str) -> dict[str, Any]:
         return self._status(incident, "acknowledged")
@@ -137,9 +168,12 @@ class PagerDutyClient:
         client = self._events()
         body = dict(req["body"])
         got = self._send(client, req["method"], req["path"], body)
-        return {"status": "ok", "request_id": got["request_id"],
-                "dedup_key": got["data"].get("dedup_key"),
-                "message": got["data"].get("message")}  # fmt: skip
+        return {
+            "status": "ok",
+            "request_id": got["request_id"],
+            "dedup_key": got["data"].get("dedup_key"),
+            "message": got["data"].get("message"),
+        }
 
 
 def _error(status: int, data: Any, rid: str | None) -> IntegrationError:
@@ -192,37 +226,63 @@ def pagerduty_tools(client: PagerDutyClient) -> list[Tool]:
         return {"type": "object", "properties": {**incident, **extra}, "required": required}
 
     def ack_preview(a: Mapping[str, Any]) -> Any:
-        return _preview(lambda incident: client.status_request(incident, "acknowledged"),
-                        s.api_url)(a)  # fmt: skip
+        return _preview(
+            lambda incident: client.status_request(incident, "acknowledged"), s.api_url
+        )(a)
 
     def resolve_preview(a: Mapping[str, Any]) -> Any:
-        return _preview(lambda incident: client.status_request(incident, "resolved"),
-                        s.api_url)(a)  # fmt: skip
+        return _preview(lambda incident: client.status_request(incident, "resolved"), s.api_url)(a)
 
     return [
-        Tool("pagerduty_get_incident", _guard(r, client.get_incident),
-             "Read a PagerDuty incident: title, status, urgency, service.",
-             params({}, ["incident"]), _ann(SideEffectLevel.READ_ONLY, "incident.read")),
-        Tool("pagerduty_acknowledge", _guard(r, client.acknowledge),
-             "Acknowledge a PagerDuty incident.", params({}, ["incident"]),
-             _ann(net, "incident.acknowledge"), preview=ack_preview),
-        Tool("pagerduty_add_note", _guard(r, client.add_note),
-             "Add a note to a PagerDuty incident's timeline.",
-             params({"content": {"type": "string"}}, ["incident", "content"]),
-             _ann(net, "incident.annotate"),
-             preview=_preview(client.note_request, s.api_url)),
-        Tool("pagerduty_resolve", _guard(r, client.resolve),
-             "Resolve a PagerDuty incident.", params({}, ["incident"]),
-             _ann(net, "incident.resolve"), preview=resolve_preview),
-        Tool("pagerduty_trigger", _guard(r, client.trigger),
-             "Trigger an alert through the Events API v2 (opens or updates an incident).",
-             {"type": "object", "required": ["summary", "source"], "properties": {
-                 "summary": {"type": "string"}, "source": {"type": "string"},
-                 "severity": {"enum": ["critical", "error", "warning", "info"]},
-                 "dedup_key": {"type": "string"}}},
-             _ann(net, "incident.trigger"),
-             preview=_preview(client.trigger_request, s.events_url)),
-    ]  # fmt: skip
+        Tool(
+            "pagerduty_get_incident",
+            _guard(r, client.get_incident),
+            "Read a PagerDuty incident: title, status, urgency, service.",
+            params({}, ["incident"]),
+            _ann(SideEffectLevel.READ_ONLY, "incident.read"),
+        ),
+        Tool(
+            "pagerduty_acknowledge",
+            _guard(r, client.acknowledge),
+            "Acknowledge a PagerDuty incident.",
+            params({}, ["incident"]),
+            _ann(net, "incident.acknowledge"),
+            preview=ack_preview,
+        ),
+        Tool(
+            "pagerduty_add_note",
+            _guard(r, client.add_note),
+            "Add a note to a PagerDuty incident's timeline.",
+            params({"content": {"type": "string"}}, ["incident", "content"]),
+            _ann(net, "incident.annotate"),
+            preview=_preview(client.note_request, s.api_url),
+        ),
+        Tool(
+            "pagerduty_resolve",
+            _guard(r, client.resolve),
+            "Resolve a PagerDuty incident.",
+            params({}, ["incident"]),
+            _ann(net, "incident.resolve"),
+            preview=resolve_preview,
+        ),
+        Tool(
+            "pagerduty_trigger",
+            _guard(r, client.trigger),
+            "Trigger an alert through the Events API v2 (opens or updates an incident).",
+            {
+                "type": "object",
+                "required": ["summary", "source"],
+                "properties": {
+                    "summary": {"type": "string"},
+                    "source": {"type": "string"},
+                    "severity": {"enum": ["critical", "error", "warning", "info"]},
+                    "dedup_key": {"type": "string"},
+                },
+            },
+            _ann(net, "incident.trigger"),
+            preview=_preview(client.trigger_request, s.events_url),
+        ),
+    ]
 
 
 __all__ = ["PagerDutyClient", "pagerduty_tools"]

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from charter.sandbox.execute import CREDENTIAL_VARS as _SANDBOX_CREDENTIAL_VARS
+
 from .errors import CredentialsMissing
 
 GITHUB_API_URL = "https://api.github.com"
@@ -36,14 +38,7 @@ PAGERDUTY_EVENTS_URL = "https://events.pagerduty.com"
 
 #: Every environment variable that carries a credential: redacted from results and
 #: receipts, and never passed to a shell the agent runs (:mod:`charter.sandbox`).
-CREDENTIAL_VARS = (
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "GITHUB_APP_PRIVATE_KEY",
-    "SLACK_BOT_TOKEN",
-    "PAGERDUTY_TOKEN",
-    "PAGERDUTY_ROUTING_KEY",
-)
+CREDENTIAL_VARS = tuple(sorted(_SANDBOX_CREDENTIAL_VARS))
 
 
 @dataclass(frozen=True, repr=False)

@@ -15,7 +15,7 @@ from charter.agent import Tool
 from charter.policy import SideEffectLevel, ToolAnnotations
 
 from ._redact import Redactor
-from ._retry import RetryPolicy, Retryable, call_with_retries_sync
+from ._retry import Retryable, RetryPolicy, call_with_retries_sync
 from .errors import (
     ConnectionFailed,
     Forbidden,
@@ -94,14 +94,21 @@ class SlackClient:
         body = {"channel": channel, "timestamp": timestamp, "name": name.strip(":")}
         return {"method": "POST", "path": "/reactions.add", "body": body}
 
-    def post_message(
-        self, channel: str, text: str, thread_ts: str | None = None
-    ) -> dict[str, Any]:
+    def post_message(self, channel: str, text: str, thread_ts: str | None = None) -> dict[str, Any]:
         body = self.post_request(channel, text, thread_ts)["body"]
         data = self._call(lambda web: web.chat_postMessage(**body))
-        return {"status": "ok", "request_id": data.get("request_id"),
-                "channel": data.get("channel"), "ts": data.get("ts"),
-                "thread_ts": body.get("thread_ts")}  # fmt: skip
+        return {
+            "status": "ok",
+            "request_id": data.get("request_id"),
+            "channel": data.get("channel"),
+            "ts": data.get("ts"),
+            "thread_ts": body.get("thread_ts"),
+        }
+
+    def auth_test(self) -> str:
+        """Who the bot token is (``auth.test``), for ``charter doctor``."""
+        data = self._call(lambda web: web.auth_test())
+        return f"{data.get('user')} in {data.get('team')}"
 
     def add_reaction(self, channel: str, timestamp: str, name: str) -> dict[str, Any]:
         body = self.reaction_request(channel, timestamp, name)["body"]
@@ -126,14 +133,16 @@ def _classify(response: Any) -> Exception:
     if status == 429 or code == "ratelimited":
         wait = _header(response.headers, "retry-after")
         seconds = float(wait) if wait else None
-        limited = RateLimited(SERVICE, code, http_status=status, request_id=rid,
-                              retry_after=seconds)  # fmt: skip
+        limited = RateLimited(
+            SERVICE, code, http_status=status, request_id=rid, retry_after=seconds
+        )
         return Retryable(limited, seconds)
     if status >= 500:
         return Retryable(ServiceUnavailable(SERVICE, code, http_status=status, request_id=rid))
     cls = _CODES.get(code, RemoteError)
-    return cls(SERVICE, code, http_status=status, request_id=rid,
-               details=data.get("response_metadata"))  # fmt: skip
+    return cls(
+        SERVICE, code, http_status=status, request_id=rid, details=data.get("response_metadata")
+    )
 
 
 def _guard(redact: Redactor, fn: Callable[..., dict[str, Any]]) -> Callable[..., Any]:
@@ -170,11 +179,15 @@ def slack_tools(client: SlackClient) -> list[Tool]:
             name="slack_post_message",
             handler=_guard(client.redactor, client.post_message),
             description="Post a message to a Slack channel; thread_ts replies in a thread.",
-            parameters={"type": "object", "required": ["channel", "text"], "properties": {
-                "channel": {"type": "string", "description": "channel id or #name"},
-                "text": {"type": "string"},
-                "thread_ts": {"type": "string", "description": "the parent message's ts"},
-            }},  # fmt: skip
+            parameters={
+                "type": "object",
+                "required": ["channel", "text"],
+                "properties": {
+                    "channel": {"type": "string", "description": "channel id or #name"},
+                    "text": {"type": "string"},
+                    "thread_ts": {"type": "string", "description": "the parent message's ts"},
+                },
+            },
             annotations=ann,
             preview=_preview(SlackClient.post_request, url),
         ),
@@ -182,10 +195,15 @@ def slack_tools(client: SlackClient) -> list[Tool]:
             name="slack_add_reaction",
             handler=_guard(client.redactor, client.add_reaction),
             description="Add an emoji reaction to a Slack message.",
-            parameters={"type": "object", "required": ["channel", "timestamp", "name"],
-                        "properties": {"channel": {"type": "string"},
-                                       "timestamp": {"type": "string"},
-                                       "name": {"type": "string"}}},  # fmt: skip
+            parameters={
+                "type": "object",
+                "required": ["channel", "timestamp", "name"],
+                "properties": {
+                    "channel": {"type": "string"},
+                    "timestamp": {"type": "string"},
+                    "name": {"type": "string"},
+                },
+            },
             annotations=ann,
             preview=_preview(SlackClient.reaction_request, url),
         ),

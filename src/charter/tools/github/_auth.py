@@ -58,7 +58,7 @@ class AppInstallationTokens:
         self._installations: dict[str, int] = {}
         self._lock = asyncio.Lock()
 
-    def _app_client(self) -> GitHub[Any]:
+    def app_client(self) -> GitHub[Any]:
         from githubkit import AppAuthStrategy
 
         assert self.settings.app_id and self.settings.private_key
@@ -67,7 +67,8 @@ class AppInstallationTokens:
     async def installation_id(self, owner: str, repo: str) -> int:
         key = f"{owner}/{repo}".lower()
         if key not in self._installations:
-            resp = await self._app_client().rest.apps.async_get_repo_installation(owner, repo)
+            app = self.app_client()  # held: githubkit's namespaces keep only a weak reference
+            resp = await app.rest.apps.async_get_repo_installation(owner, repo)
             self._installations[key] = int(resp.json()["id"])
         return self._installations[key]
 
@@ -78,7 +79,8 @@ class AppInstallationTokens:
             held = self._tokens.get(iid)
             if held is not None and self._clock() < held.expires_at - self._margin:
                 return held.token
-            resp = await self._app_client().rest.apps.async_create_installation_access_token(iid)
+            app = self.app_client()
+            resp = await app.rest.apps.async_create_installation_access_token(iid)
             data = resp.json()
             minted = InstallationToken(str(data["token"]), parse_expiry(data["expires_at"]), iid)
             self._on_token(minted.token)

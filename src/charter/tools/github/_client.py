@@ -90,9 +90,7 @@ class GitHubClient:
         self.retry = retry or RetryPolicy()
         self.redactor = redactor or Redactor(settings.secrets())
         self._transport = async_transport
-        self._ssl: bool | ssl.SSLContext = (
-            ssl.create_default_context(cafile=settings.ca_bundle) if settings.ca_bundle else True
-        )
+        self._ssl: ssl.SSLContext | None = None
         self.app_tokens: AppInstallationTokens | None = None
         if settings.auth_mode == "app":
             self.app_tokens = AppInstallationTokens(
@@ -105,13 +103,23 @@ class GitHubClient:
 
     # -- plumbing ------------------------------------------------------------
 
+    def _verify(self) -> ssl.SSLContext:
+        # one TLS context per client: httpx builds a new one (loading the CA bundle, ~100 ms)
+        # for every client githubkit makes per request otherwise (benchmarks/integrations.py)
+        if self._ssl is None:
+            import httpx
+
+            ca = self.settings.ca_bundle
+            self._ssl = ssl.create_default_context(cafile=ca) if ca else httpx.create_ssl_context()
+        return self._ssl
+
     def _client(self, auth: Any) -> GitHub[Any]:
         from githubkit import GitHub
 
         return GitHub(
             auth,
             base_url=self.settings.api_url,
-            ssl_verify=self._ssl,
+            ssl_verify=self._verify(),
             http_cache=False,
             auto_retry=False,  # retried here, with stamina's backoff and jitter
             async_transport=self._transport,
@@ -150,6 +158,47 @@ class GitHubClient:
 
     def path(self, tail: str) -> str:
         return f"/repos/{self.owner}/{self.repo}{tail}"
+
+    # -- who am I (charter doctor) ---------------------------------------------
+
+    async def whoami(self) -> tuple[str, str | None]:
+        """The token's login and, for a classic token, its ``x-oauth-scopes``."""
+        got: dict[str, Any] = {}
+
+        async def send(gh: GitHub[Any]) -> Response[Any, Any]:
+            resp = await gh.rest.users.async_get_authenticated()
+            got["scopes"] = resp.raw_response.headers.get("x-oauth-scopes")
+            return resp
+
+        answer = await self._call(send, idempotent=True)
+        return str((answer.data or {}).get("login")), got.get("scopes")
+
+    async def app_slug(self) -> str:
+        """The App's slug (``GET /app`` with the App's JWT)."""
+        assert self.app_tokens is not None, "not a GitHub App"
+        app = self.app_tokens.app_client()
+
+        async def attempt() -> str:
+            try:
+                resp = await app.rest.apps.async_get_authenticated()
+            except Exception as exc:
+                raise _classify(exc, True) from None
+            return str(resp.raw_response.json().get("slug"))
+
+        return await call_with_retries(self.retry, attempt)
+
+    async def installation(self) -> int:
+        """The App's installation on this repository."""
+        assert self.app_tokens is not None, "not a GitHub App"
+        tokens = self.app_tokens
+
+        async def attempt() -> int:
+            try:
+                return await tokens.installation_id(self.owner, self.repo)
+            except Exception as exc:
+                raise _classify(exc, True) from None
+
+        return await call_with_retries(self.retry, attempt)
 
     # -- reads ---------------------------------------------------------------
 

@@ -10,6 +10,7 @@ capability it exercises (``git.get_diff``, ``github.pr_merge``, ...), so a perso
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -325,6 +326,14 @@ class GitHubTools:
             int(a["number"]), str(a["sha"]), self.merge_method, str(a.get("commit_title") or "")
         )
 
+    def build(self, name: str, arguments: Mapping[str, Any]) -> Request:
+        """The request for a write; an argument the operation does not take is refused
+        (never ignored: the model must not believe it chose, e.g., a repository)."""
+        unknown = sorted(set(arguments) - set(OPERATIONS[name].parameters["properties"]))
+        if unknown:
+            raise ValueError(f"{name} takes no argument(s) {', '.join(unknown)}")
+        return self.builders()[name](arguments)
+
     def builders(self) -> dict[str, Callable[[Mapping[str, Any]], Request]]:
         return {
             "github_post_review": self._post_review,
@@ -337,7 +346,7 @@ class GitHubTools:
         }
 
     async def write(self, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        request = self.builders()[name](arguments)
+        request = self.build(name, arguments)
         got = await self.client.send(request)
         out: dict[str, Any] = {
             "status": "ok",
@@ -384,7 +393,9 @@ def github_tools(
         op = OPERATIONS[name]
         if name in builders:
             handler = _guarded(client.redactor, _writer(impl, name))
-            preview: Callable[[Mapping[str, Any]], Any] | None = _preview(builders[name], client)
+            preview: Callable[[Mapping[str, Any]], Any] | None = _preview(
+                functools.partial(impl.build, name), client
+            )
         else:
             handler = _guarded(client.redactor, getattr(impl, name))
             preview = None
