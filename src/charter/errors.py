@@ -37,6 +37,7 @@ still a ``ValueError``), so existing ``except ValueError`` code keeps working. T
     │   │   ├── UnknownPersona
     │   │   ├── ManifestInvalid
     │   │   ├── WorkflowLoadError
+    │   │   ├── ForeignWorkflow                  an entry workflow for another host (harn)
     │   │   ├── ApprovalError
     │   │   ├── PromotionError
     │   │   └── EvalError
@@ -48,6 +49,13 @@ still a ``ValueError``), so existing ``except ValueError`` code keeps working. T
     │   ├── ReplayDiverged (RuntimeError)       a resumed run asked for what it did not journal
     │   ├── A2AConfigError (ValueError)         an a2a:// handoff target is misconfigured
     │   └── AccessError (ValueError)            a console or API token is invalid
+    ├── charter.tools (drawn in charter.tools.errors)
+    │   └── IntegrationError                    a GitHub, Slack or PagerDuty call failed
+    │       ├── CredentialsMissing
+    │       ├── ConnectionFailed
+    │       └── RemoteError
+    │           ├── Unauthorized, Forbidden, NotFound, Conflict, Unprocessable
+    │           └── RateLimited, ServiceUnavailable
     ├── charter.launch
     │   ├── LaunchError                         a launch cannot be planned or started
     │   ├── ResolveError                        a persona folder cannot be resolved

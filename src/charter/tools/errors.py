@@ -21,8 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from charter.errors import CharterError
 
-class IntegrationError(Exception):
+
+class IntegrationError(CharterError):
     """A GitHub, Slack or PagerDuty operation failed."""
 
     kind = "integration_error"
