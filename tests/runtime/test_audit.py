@@ -44,13 +44,15 @@ def sql(log: EventLog, statement: str, params: tuple[Any, ...] = ()) -> None:
     """Change the rows behind charter's back (as an attacker with the file or DB would)."""
     if log.backend == "sqlite":
         conn = sqlite3.connect(log.path)  # type: ignore[attr-defined]
+        statement = statement.replace("{heads}", "chain_heads")
         conn.execute(statement.replace("%s", "?").replace("{events}", "events"), params)
         conn.commit()
         conn.close()
     else:
         with log._conn.transaction():  # type: ignore[attr-defined]
-            table = f'"{log.schema}".events'  # type: ignore[attr-defined]
-            log._conn.execute(statement.replace("{events}", table), params)  # type: ignore[attr-defined]
+            schema = log.schema  # type: ignore[attr-defined]
+            statement = statement.replace("{heads}", f'"{schema}".chain_heads')
+            log._conn.execute(statement.replace("{events}", f'"{schema}".events'), params)  # type: ignore[attr-defined]
 
 
 def cli(location: dict[str, str], *args: str) -> Any:
@@ -149,14 +151,16 @@ def test_the_console_run_page_shows_the_runs_chain_status(
 
 
 def _rechain(log: EventLog) -> None:
-    """What an attacker with write access does after editing: recompute every link."""
+    """What an attacker with write access does after editing: recompute every link of
+    every persona chain, and their recorded heads."""
     from charter.runtime.audit import chain_hash
 
-    previous = None
+    previous: dict[str, str] = {}
     for event in list(log.iter_all()):
-        link = chain_hash(previous, event)
+        link = previous[event.persona] = chain_hash(previous.get(event.persona), event)
         sql(log, "UPDATE {events} SET chain = %s WHERE event_id = %s", (link, event.event_id))
-        previous = link
+        sql(log, "UPDATE {heads} SET link = %s WHERE persona = %s AND event_id = %s",
+            (link, event.persona, event.event_id))  # fmt: skip
 
 
 def test_signed_checkpoints_catch_a_rewritten_and_rechained_history(
