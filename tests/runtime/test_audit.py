@@ -185,6 +185,7 @@ def test_signed_checkpoints_catch_a_rewritten_and_rechained_history(
     assert signed.exit_code == 0, signed.output
     head = json.loads(signed.stdout)
     assert head["event_id"] == 8 and head["checkpoint_event_id"] == 9
+    assert head["v"] == 2 and head["chains"] == 2  # p and q (before the checkpoint's own)
     fill(log, 2)  # work continues after the checkpoint
     ok = cli(state_location, "verify", "--key", keys["public_key"], "--json")
     assert ok.exit_code == 0, ok.output
@@ -211,6 +212,21 @@ def test_signed_checkpoints_catch_a_rewritten_and_rechained_history(
     forged = cli(state_location, "verify", "--key", other["public_key"], "--json")
     assert forged.exit_code == 1
     assert json.loads(forged.stdout)["problems"][0]["problem"] == "checkpoint signed by another key"
+
+
+def test_the_human_output_names_the_chains(log: EventLog, state_location: dict[str, str]) -> None:
+    from charter.cli import cli as root
+
+    keys = json.loads(CliRunner().invoke(root, ["audit", "keygen", "--json"]).stdout)
+    where = ["--state", state_location["url"]] if "url" in state_location else [
+        "--state-dir", state_location["state_dir"]]  # fmt: skip
+    fill(log)
+    env = {"CHARTER_AUDIT_SIGNING_KEY": keys["private_key"]}
+    signed = CliRunner(env=env).invoke(root, ["audit", "checkpoint", *where])
+    assert signed.exit_code == 0 and "signed the heads at event 8 (2 chain(s)" in signed.output
+    verified = cli(state_location, "verify", "--key", keys["public_key"])
+    assert verified.exit_code == 0, verified.output
+    assert "9 chained event(s) link up to event 9 in 3 persona chain(s)" in verified.output
 
 
 def test_signing_input_errors_are_clear(state_location: dict[str, str], log: EventLog) -> None:
