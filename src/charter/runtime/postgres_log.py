@@ -443,6 +443,15 @@ class PostgresEventLog(EventLog):
         )
         self._inserts: dict[tuple[int, int], bytes] = {}
         self._heads_upserts: dict[int, bytes] = {}
+        # the topic's last id and the chain heads of some personas: one statement, read
+        # with the lock by a write that names the personas it reads first
+        self._read_head_and_heads = self._render(
+            sql.SQL(
+                "SELECT NULL::text, last_event_id, NULL::text FROM {s}.topics WHERE "
+                "topic = %s UNION ALL SELECT persona, event_id, link FROM {s}.chain_heads "
+                "WHERE topic = %s AND persona = ANY(%s::text[])"
+            ).format(s=s)
+        )
         # the chain heads of some personas (read with the lock, before their appends)
         self._read_heads = self._render(
             sql.SQL(
@@ -817,10 +826,12 @@ class PostgresEventLog(EventLog):
                 cur.nextset()
                 head = cur.fetchone()
             else:
+                # the head and the chain heads of the personas it is about to write
+                personas = list(dict.fromkeys(one.persona for one in ahead))
                 statements: list[tuple[Any, Any]] = [
                     ("BEGIN", None),
                     (self._take_lock.encode(), ()),  # (prepared: planned once)
-                    (self._read_head.encode(), ()),
+                    (self._read_head_and_heads, (self.topic, self.topic, personas)),
                 ]
                 for one in ahead:
                     params = {"topic": self.topic, "persona": one.persona,
@@ -832,16 +843,18 @@ class PostgresEventLog(EventLog):
                     if one.work_keys:
                         keys = list(dict.fromkeys(one.work_keys))
                         statements.append((self._completions, (keys, self.topic, one.persona)))
-                # the chain heads of the personas it is about to write, too
-                personas = list(dict.fromkeys(one.persona for one in ahead))
-                statements.append((self._read_heads, (self.topic, personas)))
                 results = self._send(statements)
-                head = results.of(2).fetchone()
+                head, found = None, {}
+                for r in results.of(2):
+                    if r[0] is None:
+                        head = (r[1], None)
+                    else:
+                        found[r[0]] = (int(r[1]), r[2])
+                txn._take_heads(found, personas)
                 at = 3
                 for one in ahead:
                     self._take_ahead(txn, one, results, at)
                     at += 2 if one.work_keys else 1
-                txn._take_heads(self._rows_heads(results.of(at)), personas)
             txn._last = (int(head[0]), head[1]) if head else (0, None)
             yield txn
             # the writes still queued and the COMMIT: one round trip
