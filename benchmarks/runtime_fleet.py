@@ -9,7 +9,12 @@ latency: recorded in the log before it answers), p50/p99 webhook-to-completed (t
 ``persona.run.completed`` time minus the post time), completed runs per second and events
 per second written to the log; on PostgreSQL also the write transactions per second that
 appended events (the log's lock admits one at a time) and webhooks per accept transaction
-(group commit), both counted from the rows' ``xmin``.
+(group commit), both counted from the rows' ``xmin``; and the log's advisory lock,
+sampled from ``pg_locks``/``pg_stat_activity`` every 10 ms while the case runs: samples of
+backends waiting for it (``waits``), and its hold time per write transaction (``hold``, ms:
+the share of samples in which a backend held it, times the sampled time, over the write
+transactions) with the share of that time its holder sat idle waiting for its client
+(``idle%``).
 
     python benchmarks/runtime_fleet.py [--webhooks 200] [--rate 100] [--baseline DIR]
         [--only postgresql-4] [--personas 1]
@@ -42,7 +47,7 @@ from pathlib import Path
 import psycopg
 
 from charter.runtime import PostgresEventLog, open_event_log
-from charter.runtime.postgres_log import split_state_url
+from charter.runtime.postgres_log import _lock_key, split_state_url
 from runtime_common import PG_BASE
 
 SECRET = "bench"
@@ -120,6 +125,47 @@ def write_transactions(url: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+class LockSampler(threading.Thread):
+    """Samples the log's advisory lock every ``interval`` s: backends waiting for it, and
+    whether (and how: running a statement or idle waiting for its client) one holds it."""
+
+    def __init__(self, url: str, interval: float = 0.01) -> None:
+        super().__init__(daemon=True)
+        conninfo, schema = split_state_url(url)
+        key = _lock_key(schema, "persona.runtime.events")
+        # pg_locks shows a bigint advisory key as classid (high half), objid (low half)
+        self.high, self.low = (key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF
+        self.conninfo, self.interval = conninfo, interval
+        self.samples = self.waiting = self.held = self.idle = 0
+        self.elapsed = 0.0
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        query = (
+            "SELECT count(*) FILTER (WHERE NOT l.granted), count(*) FILTER (WHERE l.granted), "
+            "count(*) FILTER (WHERE l.granted AND a.state LIKE 'idle in transaction%%') "
+            "FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+            "WHERE l.locktype = 'advisory' AND l.classid = %s AND l.objid = %s"
+        )
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            began = time.perf_counter()
+            while not self.stop.is_set():
+                row = conn.execute(query, (self.high, self.low)).fetchone()
+                assert row is not None
+                self.samples += 1
+                self.waiting += int(row[0])
+                self.held += 1 if row[1] else 0
+                self.idle += 1 if row[2] else 0
+                time.sleep(self.interval)
+            self.elapsed = time.perf_counter() - began
+
+    def hold_ms(self, txns: int) -> float:
+        """The lock's hold time per write transaction, ms."""
+        if not txns or not self.samples:
+            return 0.0
+        return self.held / self.samples * self.elapsed / txns * 1000
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
@@ -143,6 +189,9 @@ def run_case(
         posted: dict[str, float] = {}
         admission: list[float] = []
         lock = threading.Lock()
+        sampler = LockSampler(location) if location.startswith("postgresql") else None
+        if sampler is not None:
+            sampler.start()
         try:
             begin = time.time()
 
@@ -178,6 +227,9 @@ def run_case(
                     if len(done) >= n:
                         break
                     time.sleep(0.2)
+                if sampler is not None:
+                    sampler.stop.set()
+                    sampler.join()
                 events = sum(1 for _ in log.iter_all())
                 txns = accepts = 0
                 if location.startswith("postgresql"):
@@ -198,11 +250,15 @@ def run_case(
     per_txn = f"{txns / span:7.1f}" if txns else "      -"
     accepted = len(admission)
     per_accept = f"{accepted / accepts:9.1f}" if accepts else "        -"
+    locks = "      -      -     -"
+    if sampler is not None and sampler.samples:
+        idle = 100 * sampler.idle / sampler.held if sampler.held else 0.0
+        locks = f"{sampler.waiting:7d} {sampler.hold_ms(txns):6.2f} {idle:5.0f}"
     print(
         f"{label:29s} {accepted / posted_for:8.1f} {pct(admission, 0.5):8.1f} "
         f"{pct(admission, 0.99):8.1f} "
         f"{pct(latency, 0.5):9.1f} {pct(latency, 0.99):9.1f} {n / span:9.1f} {events / span:9.1f} "
-        f"{per_txn} {per_accept}"
+        f"{per_txn} {per_accept} {locks}"
     )
 
 
@@ -227,7 +283,7 @@ def main() -> None:
           "serve --workers 2 per replica")  # fmt: skip
     print(f"{'case':29s} {'adm/s':>8s} {'adm p50':>8s} {'adm p99':>8s} {'done p50':>9s} "
           f"{'done p99':>9s} {'runs/s':>9s} {'events/s':>9s} {'txns/s':>7s} "
-          f"{'hooks/txn':>9s}   (ms)")  # fmt: skip
+          f"{'hooks/txn':>9s} {'waits':>7s} {'hold':>6s} {'idle%':>5s}   (ms)")  # fmt: skip
     cases = [("sqlite", 1), ("postgresql", 1), ("postgresql", 2), ("postgresql", 4)]
     for backend, replicas in cases:
         if args.only and f"{backend}-{replicas}" not in args.only:

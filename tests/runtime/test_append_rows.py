@@ -58,21 +58,34 @@ def awkward_event(i: int, **extra: Any) -> NewEvent:
 def test_rows_chain_like_the_audit_canonical_form() -> None:
     events = [awkward_event(i) for i in range(40)]
     events.append(NewEvent("p", "k", datetime(2026, 1, 1, tzinfo=timezone(timedelta(hours=5)))))
-    out, rows = build_rows('topic "x"', 41, "prior-link", events)
-    previous: str | None = "prior-link"
+    starts = {e.persona: f"prior-{e.persona}" for e in events}
+    heads = dict(starts)
+    out, rows = build_rows('topic "x"', 41, heads, events)
+    assert len(starts) > 1  # several personas, each chained on its own
+    previous: dict[str, str] = dict(starts)
     for event, row in zip(out, rows, strict=True):
-        previous = chain_hash(previous, event)
-        assert row[-1] == previous
+        previous[event.persona] = chain_hash(previous[event.persona], event)
+        assert row[-1] == previous[event.persona]
         assert row[1] == event.event_id
+    assert heads == previous  # moved to each persona's last link
     assert [e.event_id for e in out] == list(range(42, 42 + len(events)))
     # an empty head starts the chain, as chain_hash(None, ...) does
-    (first,), (row,) = build_rows("t", 0, None, events[:1])
+    (first,), (row,) = build_rows("t", 0, {events[0].persona: ""}, events[:1])
     assert row[-1] == chain_hash(None, first)
+
+
+def test_a_refused_payload_leaves_the_heads_as_they_were() -> None:
+    heads = {"p": "h"}
+    bad = NewEvent("p", "k", AT, {"a": 1})
+    object.__setattr__(bad, "payload", {"a": object()})
+    with pytest.raises(TypeError):
+        build_rows("t", 0, heads, [NewEvent("p", "k", AT, {"b": 2}), bad])
+    assert heads == {"p": "h"}
 
 
 def test_the_callers_payload_is_not_shared() -> None:
     payload: dict[str, Any] = {"a": 1}
-    (event,), _ = build_rows("t", 0, None, [NewEvent("p", "k", AT, payload)])
+    (event,), _ = build_rows("t", 0, {"p": ""}, [NewEvent("p", "k", AT, payload)])
     payload["a"] = 2
     assert event.payload == {"a": 1}
 

@@ -44,13 +44,15 @@ def sql(log: EventLog, statement: str, params: tuple[Any, ...] = ()) -> None:
     """Change the rows behind charter's back (as an attacker with the file or DB would)."""
     if log.backend == "sqlite":
         conn = sqlite3.connect(log.path)  # type: ignore[attr-defined]
+        statement = statement.replace("{heads}", "chain_heads")
         conn.execute(statement.replace("%s", "?").replace("{events}", "events"), params)
         conn.commit()
         conn.close()
     else:
         with log._conn.transaction():  # type: ignore[attr-defined]
-            table = f'"{log.schema}".events'  # type: ignore[attr-defined]
-            log._conn.execute(statement.replace("{events}", table), params)  # type: ignore[attr-defined]
+            schema = log.schema  # type: ignore[attr-defined]
+            statement = statement.replace("{heads}", f'"{schema}".chain_heads')
+            log._conn.execute(statement.replace("{events}", f'"{schema}".events'), params)  # type: ignore[attr-defined]
 
 
 def cli(location: dict[str, str], *args: str) -> Any:
@@ -149,14 +151,16 @@ def test_the_console_run_page_shows_the_runs_chain_status(
 
 
 def _rechain(log: EventLog) -> None:
-    """What an attacker with write access does after editing: recompute every link."""
+    """What an attacker with write access does after editing: recompute every link of
+    every persona chain, and their recorded heads."""
     from charter.runtime.audit import chain_hash
 
-    previous = None
+    previous: dict[str, str] = {}
     for event in list(log.iter_all()):
-        link = chain_hash(previous, event)
+        link = previous[event.persona] = chain_hash(previous.get(event.persona), event)
         sql(log, "UPDATE {events} SET chain = %s WHERE event_id = %s", (link, event.event_id))
-        previous = link
+        sql(log, "UPDATE {heads} SET link = %s WHERE persona = %s AND event_id = %s",
+            (link, event.persona, event.event_id))  # fmt: skip
 
 
 def test_signed_checkpoints_catch_a_rewritten_and_rechained_history(
@@ -181,6 +185,7 @@ def test_signed_checkpoints_catch_a_rewritten_and_rechained_history(
     assert signed.exit_code == 0, signed.output
     head = json.loads(signed.stdout)
     assert head["event_id"] == 8 and head["checkpoint_event_id"] == 9
+    assert head["v"] == 2 and head["chains"] == 2  # p and q (before the checkpoint's own)
     fill(log, 2)  # work continues after the checkpoint
     ok = cli(state_location, "verify", "--key", keys["public_key"], "--json")
     assert ok.exit_code == 0, ok.output
@@ -207,6 +212,21 @@ def test_signed_checkpoints_catch_a_rewritten_and_rechained_history(
     forged = cli(state_location, "verify", "--key", other["public_key"], "--json")
     assert forged.exit_code == 1
     assert json.loads(forged.stdout)["problems"][0]["problem"] == "checkpoint signed by another key"
+
+
+def test_the_human_output_names_the_chains(log: EventLog, state_location: dict[str, str]) -> None:
+    from charter.cli import cli as root
+
+    keys = json.loads(CliRunner().invoke(root, ["audit", "keygen", "--json"]).stdout)
+    where = ["--state", state_location["url"]] if "url" in state_location else [
+        "--state-dir", state_location["state_dir"]]  # fmt: skip
+    fill(log)
+    env = {"CHARTER_AUDIT_SIGNING_KEY": keys["private_key"]}
+    signed = CliRunner(env=env).invoke(root, ["audit", "checkpoint", *where])
+    assert signed.exit_code == 0 and "signed the heads at event 8 (2 chain(s)" in signed.output
+    verified = cli(state_location, "verify", "--key", keys["public_key"])
+    assert verified.exit_code == 0, verified.output
+    assert "9 chained event(s) link up to event 9 in 3 persona chain(s)" in verified.output
 
 
 def test_signing_input_errors_are_clear(state_location: dict[str, str], log: EventLog) -> None:

@@ -41,6 +41,8 @@ def _statements(log: PostgresEventLog) -> dict[str, tuple[bytes, tuple[Any, ...]
     after = EVENTS - 6
     return {
         "head": (log._read_head.encode(), ()),
+        "heads": (log._read_heads, (log.topic, [PERSONA, "other"])),
+        "head_and_heads": (log._read_head_and_heads, (log.topic, log.topic, [PERSONA])),
         "absent": (log._completions, (["absent"], log.topic, PERSONA)),
         "three": (log._completions, (["k2997", "absent", "k3"], log.topic, PERSONA)),
         "tail": (log._read_query(True, True), (log.topic, after, PERSONA, 100)),
@@ -133,6 +135,18 @@ def test_the_head_read_under_the_lock_touches_a_few_pages(grown: PostgresEventLo
             f'SELECT chain FROM "{grown.schema}".events WHERE event_id = %s', (EVENTS,)
         ).fetchone()
         assert txn._last == (EVENTS, chain[0])  # type: ignore[attr-defined,index]
+
+
+def test_the_persona_chain_heads_read_with_the_lock_touch_a_few_pages(
+    grown: PostgresEventLog,
+) -> None:
+    for name in ("heads", "head_and_heads"):
+        now, cached = _pages(grown, name)
+        assert now <= MAX_PAGES and cached <= MAX_PAGES, (name, now, cached)
+    with grown.read_view() as view:
+        heads = view.chain_heads()
+    assert sorted(heads) == ["other", PERSONA]
+    assert heads["other"][0] == EVENTS and heads[PERSONA][0] == EVENTS - 1  # (_event)
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""``charter audit verify|export|checkpoint|keygen``: hash chain and signed heads."""
+"""``charter audit verify|export|checkpoint|keygen``: hash chains and signed heads."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _log(state_url: str | None, state_dir: Path | None) -> Any:
 
 @click.group("audit")
 def audit() -> None:
-    """Verify or export the event log's hash chain."""
+    """Verify or export the event log's hash chains (one per persona)."""
 
 
 @audit.command("verify")
@@ -38,9 +38,9 @@ def audit() -> None:
 def verify_cmd(
     state_url: str | None, state_dir: Path | None, key: str | None, as_json: bool
 ) -> None:
-    """Recompute the chain from event 1: exit 0 intact, 1 with the first bad event named.
+    """Recompute every chain from event 1: exit 0 intact, 1 with the first bad event named.
 
-    With --key, every checkpoint must be signed by that key over the head the log
+    With --key, every checkpoint must be signed by that key over the heads the log
     really has, and at least one must exist.
     """
     from charter.runtime.audit import verify
@@ -66,6 +66,12 @@ def verify_cmd(
             + (
                 f" ({report.unchained} older event(s) predate the chain)"
                 if report.unchained
+                else ""
+            )
+            + f" in {report.chains} persona chain(s)"
+            + (
+                f" (events up to {report.legacy_through} on the topic-wide chain of an older log)"
+                if report.legacy_through
                 else ""
             )
             + f"; head {report.head}"
@@ -135,7 +141,7 @@ def export_cmd(
 def checkpoint_cmd(
     state_url: str | None, state_dir: Path | None, at_text: str | None, as_json: bool
 ) -> None:
-    """Sign the chain head with $CHARTER_AUDIT_SIGNING_KEY (Ed25519) and record it."""
+    """Sign the chains' heads with $CHARTER_AUDIT_SIGNING_KEY (Ed25519) and record it."""
     import os
 
     from charter.runtime import parse_time
@@ -167,7 +173,8 @@ def checkpoint_cmd(
         emit_json(signed)
     else:
         click.echo(
-            f"signed the head at event {signed['event_id']} ({signed['chain'][:16]}...) as "
+            f"signed the heads at event {signed['event_id']} ({signed['chains']} chain(s), "
+            f"root {signed['root'][:16]}...) as "
             f"checkpoint event {signed['checkpoint_event_id']}; public key {signed['public_key']}"
         )
 

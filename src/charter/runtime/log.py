@@ -92,6 +92,15 @@ class LogTransaction(ABC):
         """``(event_id, chain hash)`` in id order (``None`` for events older than the chain)."""
 
     @abstractmethod
+    def chain_heads(self) -> dict[str, tuple[int, str]]:
+        """Each persona chain's recorded head: ``{persona: (event id, link)}``."""
+
+    @abstractmethod
+    def link_before(self, persona: str, event_id: int) -> tuple[int, str | None] | None:
+        """The id and chain link of ``persona``'s last event before ``event_id`` (``None``
+        when it has none); an index descent."""
+
+    @abstractmethod
     def load_snapshot(self, persona: str) -> Snapshot | None: ...
 
     @abstractmethod
@@ -150,6 +159,12 @@ class EventLog(ABC):
 
     topic: str = TOPIC
     backend: str = "abstract"
+    #: events up to this id carry the topic-wide chain of a log written before persona
+    #: chains (0: none); later events are chained per persona (see charter.runtime.audit)
+    chains_from: int = 0
+    #: the topic-wide chain's link at :attr:`chains_from`, where every persona chain of a
+    #: migrated log starts (``None``: they start empty)
+    anchor: str | None = None
     #: write transactions committed through this log object (tests, benchmarks)
     commits: int = 0
 

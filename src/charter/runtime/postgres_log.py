@@ -187,6 +187,8 @@ class _PgTxn(LogTransaction):
         self._since: dict[str, tuple[tuple[int, int, int], int | None, list[Any]]] = {}
         # completions: {persona: {key: completion or None}}
         self._completed: dict[str, dict[str, Completion | None]] = {}
+        # each persona chain's link as this transaction moves it (read with the lock)
+        self._heads: dict[str, str] = {}
 
     def _flush(self) -> None:
         """Send the queued writes (before a read, which must see them)."""
@@ -214,8 +216,14 @@ class _PgTxn(LogTransaction):
         assert self._last is not None, "a write transaction reads the head with its lock"
         # read before this write: stale now
         self._prefetched, self._since, self._completed = {}, {}, {}
-        out, rows = build_rows(self._log.topic, *self._last, events)
         log = self._log
+        missing = list({e.persona for e in events} - self._heads.keys())
+        if missing:  # (others' rows only: this transaction's own are known here)
+            found = self._conn.execute(log._read_heads, (log.topic, missing))
+            self._take_heads(log._rows_heads(found), missing)
+        out, rows = build_rows(log.topic, self._last[0], self._heads, events)
+        ends = {row[2]: row for row in rows}  # each persona's last row: its chain's head
+        heads = [value for p, row in ends.items() for value in (log.topic, p, row[1], row[-1])]
         # the NOTIFY payload (see wait_for_append): this append's last id and kinds
         kinds = sorted({e.kind for e in out})
         last = json.dumps(
@@ -228,14 +236,41 @@ class _PgTxn(LogTransaction):
             with self._conn.cursor() as cur, cur.copy(log._copy_events) as copy:
                 for row in rows:
                     copy.write_row(row)
+            self._pending.append((log.heads_statement(len(ends)), heads))
             self._pending.append((log._set_last, (log.topic, out[-1].event_id, log.channel, last)))
         else:
-            # one statement: the rows, the topic's last id and the NOTIFY
+            # one statement: the rows, the chains' heads, the topic's last id and the NOTIFY
             params: list[Any] = [value for row in rows for value in row]
+            params += heads
             params += (log.topic, out[-1].event_id, log.channel, last)
-            self._pending.append((log.insert_statement(len(rows)), params))
+            self._pending.append((log.insert_statement(len(rows), len(ends)), params))
         self._last = out[-1].event_id, rows[-1][-1]
         return out
+
+    def _take_heads(self, found: dict[str, tuple[int, str]], personas: Iterable[str]) -> None:
+        """Keep the chain heads read for ``personas`` (a persona without one starts from
+        the log's anchor)."""
+        anchor = self._log.anchor or ""
+        for persona in personas:
+            self._heads[persona] = found[persona][1] if persona in found else anchor
+
+    def chain_heads(self) -> dict[str, tuple[int, str]]:
+        self._flush()
+        query = sql.SQL("SELECT persona, event_id, link FROM {} WHERE topic = %s").format(
+            self._t("chain_heads")
+        )
+        return self._log._rows_heads(self._conn.execute(query, (self._log.topic,)))
+
+    def link_before(self, persona: str, event_id: int) -> tuple[int, str | None] | None:
+        self._flush()
+        row = self._conn.execute(
+            sql.SQL(
+                "SELECT event_id, chain FROM {} WHERE topic = %s AND persona = %s AND "
+                "event_id < %s ORDER BY event_id DESC LIMIT 1"
+            ).format(self._t("events")),
+            (self._log.topic, persona, event_id),
+        ).fetchone()
+        return None if row is None else (int(row[0]), row[1])
 
     def read(
         self,
@@ -406,7 +441,24 @@ class PostgresEventLog(EventLog):
             .format(self._set_last_sql)
             .as_bytes(self._conn)
         )
-        self._inserts: dict[int, bytes] = {}
+        self._inserts: dict[tuple[int, int], bytes] = {}
+        self._heads_upserts: dict[int, bytes] = {}
+        # the topic's last id and the chain heads of some personas: one statement, read
+        # with the lock by a write that names the personas it reads first
+        self._read_head_and_heads = self._render(
+            sql.SQL(
+                "SELECT NULL::text, last_event_id, NULL::text FROM {s}.topics WHERE "
+                "topic = %s UNION ALL SELECT persona, event_id, link FROM {s}.chain_heads "
+                "WHERE topic = %s AND persona = ANY(%s::text[])"
+            ).format(s=s)
+        )
+        # the chain heads of some personas (read with the lock, before their appends)
+        self._read_heads = self._render(
+            sql.SQL(
+                "SELECT persona, event_id, link FROM {}.chain_heads WHERE topic = %s "
+                "AND persona = ANY(%s::text[])"
+            ).format(s)
+        )
         self._client = psycopg.ClientCursor(self._conn)  # (binds values for _send)
         self._statements: dict[bytes, str] = {}  # prepared on this connection, by _send
         self._prepare_seq = itertools.count()
@@ -622,18 +674,42 @@ class PostgresEventLog(EventLog):
             for chunk in (values[at : at + _CHUNK] for at in range(0, len(values), _CHUNK))
         )
 
-    def insert_statement(self, rows: int) -> bytes:
-        """``rows`` events, the topic's last id and the NOTIFY as one statement."""
-        found = self._inserts.get(rows)
+    @staticmethod
+    def _rows_heads(rows: Iterable[Any]) -> dict[str, tuple[int, str]]:
+        return {r[0]: (int(r[1]), r[2]) for r in rows}
+
+    def _heads_sql(self, heads: int) -> sql.Composed:
+        values = sql.SQL(", ").join([sql.SQL("(%s, %s, %s, %s)")] * heads)
+        return sql.SQL(
+            "INSERT INTO {}.chain_heads (topic, persona, event_id, link) VALUES {} "
+            "ON CONFLICT (topic, persona) DO UPDATE SET event_id = excluded.event_id, "
+            "link = excluded.link"
+        ).format(sql.Identifier(self.schema), values)
+
+    def heads_statement(self, heads: int) -> bytes:
+        """The heads of ``heads`` persona chains moved, as one statement."""
+        found = self._heads_upserts.get(heads)
+        if found is None:
+            found = self._heads_upserts[heads] = self._render(self._heads_sql(heads))
+        return found
+
+    def insert_statement(self, rows: int, heads: int) -> bytes:
+        """``rows`` events, the heads of ``heads`` persona chains, the topic's last id and
+        the NOTIFY as one statement."""
+        found = self._inserts.get((rows, heads))
         if found is None:
             values = sql.SQL(", ").join([sql.SQL("(%s, %s, %s, %s, %s, %s, %s, %s, %s)")] * rows)
             composed = sql.SQL(
-                "WITH ev AS (INSERT INTO {}.events ({}) VALUES {}), last AS ({}) "
+                "WITH ev AS (INSERT INTO {}.events ({}) VALUES {}), hd AS ({}), last AS ({}) "
                 "SELECT pg_notify(%s, %s)"
             ).format(
-                sql.Identifier(self.schema), sql.SQL(_EVENT_COLUMNS), values, self._set_last_sql
+                sql.Identifier(self.schema),
+                sql.SQL(_EVENT_COLUMNS),
+                values,
+                self._heads_sql(heads),
+                self._set_last_sql,
             )
-            found = self._inserts[rows] = self._render(composed)
+            found = self._inserts[(rows, heads)] = self._render(composed)
         return found
 
     def _create_schema(self) -> None:
@@ -681,6 +757,21 @@ class PostgresEventLog(EventLog):
                     " topic TEXT PRIMARY KEY, last_event_id BIGINT NOT NULL)"
                 ).format(s)
             )
+            # each persona chain's head, and where persona chains start (charter.runtime.audit)
+            self._conn.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {}.chain_heads ("
+                    " topic TEXT NOT NULL, persona TEXT NOT NULL, event_id BIGINT NOT NULL,"
+                    " link TEXT NOT NULL, PRIMARY KEY (topic, persona))"
+                ).format(s)
+            )
+            self._conn.execute(
+                sql.SQL(
+                    "CREATE TABLE IF NOT EXISTS {}.chain_format ("
+                    " topic TEXT PRIMARY KEY, chains_from BIGINT NOT NULL, anchor TEXT)"
+                ).format(s)
+            )
+            self.chains_from, self.anchor = self._chain_format()
             self._conn.execute(
                 sql.SQL(
                     "CREATE TABLE IF NOT EXISTS {}.snapshots ("
@@ -689,6 +780,32 @@ class PostgresEventLog(EventLog):
                     " PRIMARY KEY (topic, persona))"
                 ).format(s)
             )
+
+    def _chain_format(self) -> tuple[int, str | None]:
+        """Where persona chains start (under the schema's lock). A log written before them
+        is migrated in place: its events keep the topic-wide chain, and every persona
+        chain starts from that chain's head (see charter.runtime.audit)."""
+        s = sql.Identifier(self.schema)
+        row = self._conn.execute(
+            sql.SQL("SELECT chains_from, anchor FROM {}.chain_format WHERE topic = %s").format(s),
+            (self.topic,),
+        ).fetchone()
+        if row is not None:
+            return int(row[0]), row[1]
+        row = self._conn.execute(
+            sql.SQL(
+                "SELECT t.last_event_id, (SELECT e.chain FROM {s}.events e WHERE "
+                "e.topic = t.topic AND e.event_id = t.last_event_id) FROM {s}.topics t "
+                "WHERE t.topic = %s"
+            ).format(s=s),
+            (self.topic,),
+        ).fetchone()
+        head = (int(row[0]), row[1]) if row else (0, None)
+        self._conn.execute(
+            sql.SQL("INSERT INTO {}.chain_format VALUES (%s, %s, %s)").format(s),
+            (self.topic, *head),
+        )
+        return head
 
     def describe(self) -> str:
         return redact(self.url)
@@ -709,10 +826,12 @@ class PostgresEventLog(EventLog):
                 cur.nextset()
                 head = cur.fetchone()
             else:
+                # the head and the chain heads of the personas it is about to write
+                personas = list(dict.fromkeys(one.persona for one in ahead))
                 statements: list[tuple[Any, Any]] = [
                     ("BEGIN", None),
                     (self._take_lock.encode(), ()),  # (prepared: planned once)
-                    (self._read_head.encode(), ()),
+                    (self._read_head_and_heads, (self.topic, self.topic, personas)),
                 ]
                 for one in ahead:
                     params = {"topic": self.topic, "persona": one.persona,
@@ -725,7 +844,13 @@ class PostgresEventLog(EventLog):
                         keys = list(dict.fromkeys(one.work_keys))
                         statements.append((self._completions, (keys, self.topic, one.persona)))
                 results = self._send(statements)
-                head = results.of(2).fetchone()
+                head, found = None, {}
+                for r in results.of(2):
+                    if r[0] is None:
+                        head = (r[1], None)
+                    else:
+                        found[r[0]] = (int(r[1]), r[2])
+                txn._take_heads(found, personas)
                 at = 3
                 for one in ahead:
                     self._take_ahead(txn, one, results, at)

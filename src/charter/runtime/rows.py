@@ -1,4 +1,4 @@
-"""Building the stored rows of an append: ids, text columns and the hash-chain link.
+"""Building the stored rows of an append: ids, text columns and the hash-chain links.
 
 Both backends store the same row per event: ``(topic, event_id, persona,
 persona_version, actor, kind, occurred_at, payload, chain)`` with ``occurred_at`` in
@@ -8,6 +8,9 @@ payload's JSON (encoded once, reused for the stored column) and the already-enco
 scalar fields, so an append encodes each payload once instead of twice, and never goes
 through a per-event dict or a second model. ``tests/runtime/test_append_rows.py`` checks
 that the result is byte for byte :func:`~charter.runtime.audit.canonical`.
+
+Each persona has its own chain (issue 36): an event's link covers the previous link of
+the same persona, so appends for different personas never depend on each other's rows.
 """
 
 from __future__ import annotations
@@ -69,18 +72,20 @@ def portable(value: Any) -> Any:
 
 
 def build_rows(
-    topic: str, last_event_id: int, head: str | None, events: Sequence[NewEvent]
+    topic: str, last_event_id: int, heads: dict[str, str], events: Sequence[NewEvent]
 ) -> tuple[list[Event], list[Row]]:
-    """The events as appended after ``last_event_id`` (chain head ``head``) and their rows.
+    """The events as appended after ``last_event_id`` and their rows.
 
-    Raises ``TypeError``/``ValueError`` (nothing written yet) when a payload cannot be
-    stored as JSON.
+    ``heads`` holds the previous link of each persona's chain (``""`` where a chain
+    starts), for every persona of ``events``; it is moved to the new links only once every
+    row is built. Raises ``TypeError``/``ValueError`` (nothing written, ``heads``
+    unchanged) when a payload cannot be stored as JSON.
     """
     out: list[Event] = []
     rows: list[Row] = []
     # the scalar part of the canonical form repeats within a batch: encode it once
     prefixes: dict[tuple[str, str | None, str, str, datetime], tuple[bytes, str]] = {}
-    previous = (head or "").encode()
+    moved: dict[str, bytes] = {}
     sha256 = hashlib.sha256
     event_id = last_event_id
     for new in events:
@@ -101,9 +106,12 @@ def build_rows(
                 f'{_quote(new.kind)},"{when}",'
             )
             found = prefixes[key] = (prefix.encode(), when)
+        previous = moved.get(new.persona)
+        if previous is None:
+            previous = heads[new.persona].encode()
         link = sha256(b"%b\n[%d,%b%b]" % (previous, event_id, found[0], body.encode()))
         text = link.hexdigest()
-        previous = text.encode()
+        moved[new.persona] = text.encode()
         out.append(
             Event(
                 event_id,
@@ -129,4 +137,6 @@ def build_rows(
                 text,
             )
         )
+    for persona, last in moved.items():
+        heads[persona] = last.decode()
     return out, rows

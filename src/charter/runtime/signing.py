@@ -1,11 +1,15 @@
 """Signed checkpoints of the hash chain (Ed25519, via ``cryptography``).
 
-The hash chain makes edits detectable by anyone who kept an earlier head; a signature
-makes the head itself attestable. ``checkpoint`` signs the chain head (topic, last event
-id, its chain hash) with a private key from the environment and appends the signature as
-a ``charter.audit.checkpoint`` event (itself chained). ``verify_checkpoints`` checks each
-checkpoint against the recomputed chain and a public key: rewriting history and
-recomputing every hash no longer passes, because the signed head would not match.
+The hash chains make edits detectable by anyone who kept an earlier head; a signature
+makes the heads themselves attestable. ``checkpoint`` signs the Merkle root of every
+chain's head (:func:`charter.runtime.audit.heads_root`: each persona chain's last event
+id and link, and a migrated log's topic-wide chain) as of the topic's last event id, with a
+private key from the environment, and appends the signature as a
+``charter.audit.checkpoint`` event (itself chained, on the ``charter.audit`` chain).
+``verify_checkpoints`` checks each checkpoint against the recomputed chains and a public
+key: rewriting history and recomputing every hash no longer passes, because the signed
+root would not match. Checkpoints of version 1 (written before persona chains) signed the
+topic-wide chain's link at one event and are still checked against it.
 """
 
 from __future__ import annotations
@@ -98,8 +102,14 @@ def public_key_text(key: Ed25519PublicKey) -> str:
 
 
 def message(topic: str, event_id: int, chain: str) -> bytes:
-    """The signed bytes: canonical JSON of the head."""
+    """The signed bytes of a version 1 checkpoint: canonical JSON of the topic-wide head."""
     body = {"v": 1, "topic": topic, "event_id": event_id, "chain": chain}
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+def message_v2(topic: str, event_id: int, root: str) -> bytes:
+    """The signed bytes: canonical JSON of the heads' Merkle root as of ``event_id``."""
+    body = {"v": 2, "topic": topic, "event_id": event_id, "root": root}
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -109,19 +119,24 @@ def key_from_env(env: Mapping[str, str]) -> Ed25519PrivateKey | None:
 
 
 def checkpoint(log: EventLog, key: Ed25519PrivateKey, *, at: datetime) -> dict[str, Any]:
-    """Sign the chain head and append it as a checkpoint event (one transaction)."""
+    """Sign the chains' heads and append them as a checkpoint event (one transaction)."""
+    from .audit import heads_root, legacy_head
+
     with log.write() as txn:
         last = txn.last_event_id()
         if last == 0:
             raise SigningError("the log is empty: nothing to sign")
-        chains = dict(txn.chains(after=last - 1, limit=1))
-        head = chains.get(last)
-        if head is None:
+        heads = txn.chain_heads()
+        legacy = legacy_head(log)
+        if not heads and legacy is None:
             raise SigningError(f"event {last} is not chained: nothing to sign")
-        signature = key.sign(message(log.topic, last, head))
+        root = heads_root(heads, legacy)
+        signature = key.sign(message_v2(log.topic, last, root))
         payload = {
+            "v": 2,
             "event_id": last,
-            "chain": head,
+            "root": root,
+            "chains": len(heads),
             "topic": log.topic,
             "public_key": public_key_text(key.public_key()),
             "signature": signature.hex(),
@@ -153,8 +168,12 @@ def verify_checkpoints(
     checkpoints: list[tuple[int, dict[str, Any]]],
     key: Ed25519PublicKey,
     topic: str,
+    *,
+    roots: Mapping[int, str] | None = None,
 ) -> CheckpointReport:
-    """Check every checkpoint (event id, payload) against the recomputed chain and key."""
+    """Check every checkpoint (event id, payload) against the recomputed chains and key:
+    a version 2 one against ``roots`` (the heads' root at each signed id), a version 1
+    one against ``chains`` (the topic-wide link at each signed id)."""
     from cryptography.exceptions import InvalidSignature
 
     report = CheckpointReport()
@@ -162,7 +181,8 @@ def verify_checkpoints(
     for event_id, payload in checkpoints:
         report.checkpoints += 1
         signed_id = int(payload.get("event_id") or 0)
-        head = str(payload.get("chain") or "")
+        v2 = payload.get("v") == 2
+        head = str(payload.get("root" if v2 else "chain") or "")
         if payload.get("public_key") != want_key:
             report.problems.append(
                 {"event_id": event_id, "problem": "checkpoint signed by another key"}
@@ -170,11 +190,12 @@ def verify_checkpoints(
             continue
         try:
             signature = bytes.fromhex(str(payload.get("signature")))
-            key.verify(signature, message(topic, signed_id, head))
+            signed = (message_v2 if v2 else message)(topic, signed_id, head)
+            key.verify(signature, signed)
         except (InvalidSignature, ValueError):
             report.problems.append({"event_id": event_id, "problem": "bad signature"})
             continue
-        if chains.get(signed_id) != head:
+        if ((roots or {}).get(signed_id) if v2 else chains.get(signed_id)) != head:
             report.problems.append(
                 {
                     "event_id": signed_id,
@@ -203,6 +224,7 @@ __all__ = [
     "load_private_key",
     "load_public_key",
     "message",
+    "message_v2",
     "public_key_text",
     "verify_checkpoints",
 ]

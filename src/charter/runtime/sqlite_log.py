@@ -53,6 +53,18 @@ CREATE TABLE IF NOT EXISTS topics (
     topic TEXT PRIMARY KEY,
     last_event_id INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS chain_heads (
+    topic TEXT NOT NULL,
+    persona TEXT NOT NULL,
+    event_id INTEGER NOT NULL,
+    link TEXT NOT NULL,
+    PRIMARY KEY (topic, persona)
+);
+CREATE TABLE IF NOT EXISTS chain_format (
+    topic TEXT PRIMARY KEY,
+    chains_from INTEGER NOT NULL,
+    anchor TEXT
+);
 CREATE TABLE IF NOT EXISTS snapshots (
     topic TEXT NOT NULL,
     persona TEXT NOT NULL,
@@ -69,6 +81,11 @@ _SET_LAST = (
     "INSERT INTO topics (topic, last_event_id) VALUES (?, ?) "
     "ON CONFLICT (topic) DO UPDATE SET last_event_id = excluded.last_event_id"
 )
+_SET_HEAD = (
+    "INSERT INTO chain_heads (topic, persona, event_id, link) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (topic, persona) DO UPDATE SET event_id = excluded.event_id, "
+    "link = excluded.link"
+)
 
 
 def completions_sql(keys: int) -> str:
@@ -84,11 +101,16 @@ def completions_sql(keys: int) -> str:
 
 
 class _SqliteTxn(LogTransaction):
-    def __init__(self, conn: sqlite3.Connection, topic: str, writable: bool) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, topic: str, writable: bool, anchor: str | None = None
+    ) -> None:
         self._conn = conn
         self._topic = topic
         self._writable = writable
+        self._anchor = anchor or ""
         self._last: tuple[int, str | None] | None = None
+        # each appended persona's chain link (read once: the writer holds the lock)
+        self._heads: dict[str, str] = {}
 
     def last_event_id(self) -> int:
         if self._writable:
@@ -103,12 +125,40 @@ class _SqliteTxn(LogTransaction):
             raise EventLogError("append needs a write transaction")
         if not events:
             return []
-        last, head = self._head()
-        out, rows = build_rows(self._topic, last, head, events)
+        last, _ = self._head()
+        missing = list({e.persona for e in events} - self._heads.keys())
+        if missing:
+            found = self._chain_heads(missing)
+            for persona in missing:
+                self._heads[persona] = found[persona][1] if persona in found else self._anchor
+        out, rows = build_rows(self._topic, last, self._heads, events)
         self._conn.executemany(_INSERT, rows)
+        ends = {row[2]: row for row in rows}  # each persona's last row
+        self._conn.executemany(
+            _SET_HEAD, [(self._topic, p, row[1], row[-1]) for p, row in ends.items()]
+        )
         self._conn.execute(_SET_LAST, (self._topic, out[-1].event_id))
         self._last = out[-1].event_id, rows[-1][-1]
         return out
+
+    def _chain_heads(self, personas: Sequence[str] | None) -> dict[str, tuple[int, str]]:
+        query = "SELECT persona, event_id, link FROM chain_heads WHERE topic = ?"
+        params: list[Any] = [self._topic]
+        if personas is not None:
+            query += f" AND persona IN ({', '.join('?' * len(personas))})"
+            params.extend(personas)
+        return {r[0]: (int(r[1]), r[2]) for r in self._conn.execute(query, params)}
+
+    def chain_heads(self) -> dict[str, tuple[int, str]]:
+        return self._chain_heads(None)
+
+    def link_before(self, persona: str, event_id: int) -> tuple[int, str | None] | None:
+        row = self._conn.execute(
+            "SELECT event_id, chain FROM events WHERE topic = ? AND persona = ? AND "
+            "event_id < ? ORDER BY event_id DESC LIMIT 1",
+            (self._topic, persona, event_id),
+        ).fetchone()
+        return None if row is None else (int(row[0]), row[1])
 
     def _head(self) -> tuple[int, str | None]:
         """The last id and its chain link; read once per transaction (the writer holds the
@@ -246,9 +296,23 @@ class SqliteEventLog(EventLog):
             columns = {r[1] for r in self._conn.execute("PRAGMA table_info(events)")}
             if "chain" not in columns:  # a log from before the hash chain: it starts now
                 self._conn.execute("ALTER TABLE events ADD COLUMN chain TEXT")
+            self.chains_from, self.anchor = self._chain_format()
             self._conn.execute("COMMIT")
         except (sqlite3.Error, OSError) as exc:
             raise EventLogError(f"cannot open state at {self.path}: {exc}") from exc
+
+    def _chain_format(self) -> tuple[int, str | None]:
+        """Where persona chains start (under the write lock). A log written before them is
+        migrated in place: its events keep the topic-wide chain, and every persona chain
+        starts from that chain's head (see charter.runtime.audit)."""
+        row = self._conn.execute(
+            "SELECT chains_from, anchor FROM chain_format WHERE topic = ?", (self.topic,)
+        ).fetchone()
+        if row is not None:
+            return int(row[0]), row[1]
+        head = _SqliteTxn(self._conn, self.topic, writable=True)._head()
+        self._conn.execute("INSERT INTO chain_format VALUES (?, ?, ?)", (self.topic, *head))
+        return head
 
     def describe(self) -> str:
         return str(self.path)
@@ -290,7 +354,7 @@ class SqliteEventLog(EventLog):
     ) -> Iterator[LogTransaction]:
         self._begin_immediate()
         try:
-            yield _SqliteTxn(self._conn, self.topic, writable=True)
+            yield _SqliteTxn(self._conn, self.topic, writable=True, anchor=self.anchor)
         except BaseException:
             self._conn.execute("ROLLBACK")
             raise
