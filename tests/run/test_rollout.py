@@ -462,8 +462,9 @@ def test_outcome_webhook_through_serve_records_agreement(pack: Path) -> None:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTER_WEBHOOK_SECRET")}
     argv = charter_argv(
-        "serve", "--port", "0", "--manifest", str(pack), "--state-dir", str(pack / "state")
-    )
+        "serve", "--port", "0", "--manifest", str(pack), "--state-dir", str(pack / "state"),
+        "--insecure-accept-unsigned", "github",  # (unsigned on purpose: no secret here)
+    )  # fmt: skip
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )

@@ -13,7 +13,14 @@ from typing import Any
 
 import click
 
-from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json, fail, read_json_object
+from ._common import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    check_llm,
+    emit_json,
+    fail,
+    read_json_object,
+)
 
 TIER_CHOICES = ("shadow", "suggest", "act_with_approval", "act_auto")
 
@@ -183,6 +190,7 @@ def render_result(data: dict[str, Any]) -> None:
     "--llm",
     default=None,
     metavar="PROVIDER",
+    callback=check_llm,
     help="Model provider: mock, mock:SCRIPT.json, openai, anthropic, ollama "
     "(default $CHARTER_LLM, else mock).",
 )
