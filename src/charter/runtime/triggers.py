@@ -293,6 +293,11 @@ def normalize_trigger(
             raise TriggerError("a webhook payload must be a JSON object")
         merged.update(metadata_from_payload(provider, payload))
     inferred = merged.pop("_kind", None)
+    if provider == "github" and inferred and not kind and payload is not None:
+        # a whole GitHub body without its X-GitHub-Event header (persona trigger --payload):
+        # the event from the body's shape, refined by its action as serve does, so that
+        # triggers match by event and action here too
+        inferred = github_kind(_github_event(inferred, payload), payload) or inferred
     merged.update({str(k): str(v) for k, v in (metadata or {}).items()})
     kind = (kind or inferred or "").strip().lower()
     if not kind:
@@ -330,6 +335,19 @@ def normalize_trigger(
             ident = f"sha256:{digest}"
         key = f"webhook:{provider}:{kind}:{ident}"
     return NormalizedTrigger(provider, kind, family, key, merged, coalesce)
+
+
+def _github_event(shape: str, payload: Mapping[str, Any]) -> str:
+    """GitHub's event name for a body of ``shape`` (as :func:`metadata_from_payload`
+    found it)."""
+    if shape == "pull_request":
+        if isinstance(payload.get("review"), Mapping):
+            return "pull_request_review"
+        if isinstance(payload.get("comment"), Mapping):
+            return "pull_request_review_comment"
+    if shape == "issue":
+        return "issue_comment" if isinstance(payload.get("comment"), Mapping) else "issues"
+    return shape
 
 
 def _github_key(merged: Mapping[str, str], kind: str, family: str) -> tuple[str, str | None]:
