@@ -29,6 +29,7 @@ _QUEUE_EXTRAS = (
     "delivery_id",
     "attempt",
     "reasons",
+    "prior_runs",
     "body_event_id",
     "not_before",
 )
@@ -36,6 +37,7 @@ _QUEUE_EXTRAS = (
 _RUN_EXTRAS = (
     "attempt",
     "reasons",
+    "prior_runs",
     "body_event_id",
     "delivery_id",
     "coalesce_key",
