@@ -507,8 +507,10 @@ def test_persona_trigger_with_an_outcome_settles_the_proposal(pack: Path, sessio
          "--metadata", "outcome=review:changes_requested", "--manifest", str(pack),
          "--state-dir", str(pack / "state"), "--at", "2026-10-01T12:00:00Z"]
     )  # fmt: skip
-    # the work key already ran, so the trigger itself is a duplicate (exit 1) ...
-    assert result.exit_code == 1 and "duplicate" in result.output
+    # the reviewer declares review_requested, not review_submitted: by event and action
+    # (issue 31) the trigger itself is refused (exit 1) ...
+    assert result.exit_code == 1
+    assert "does not declare trigger github.review_submitted" in result.output
     # ... but the outcome it reports was recorded against the proposal
     (event,) = [
         e for e in session.log.iter_all(persona="reviewer")

@@ -87,3 +87,16 @@ def test_declared_trigger_matching() -> None:
     assert not declares_trigger(["linear.issue_created"], "linear", "comment_created")
     # a declaration of the family itself covers its actions
     assert declares_trigger(["github.pull_request"], "github", "review_requested")
+
+
+def test_the_subject_outcomes_settle() -> None:
+    """A review's outcome settles the proposal made on the pull request's head: the
+    keys differ (issue 31), their subject does not."""
+    from charter.runtime import subject_of
+
+    head = "github:a/b:pr:5:" + "f" * 40
+    assert subject_of(head) == subject_of("github:a/b:pr:5:review:80") == "github:a/b:pr:5"
+    assert subject_of("github:a/b:issue:4:comment:9") == "github:a/b:issue:4"
+    assert subject_of("linear:issue:ENG-1:comment:x") == "linear:issue:ENG-1"
+    assert subject_of("github:a/b:pr:50") != subject_of("github:a/b:pr:5")
+    assert subject_of("slack:C1:1.0") == "slack:C1:1.0"

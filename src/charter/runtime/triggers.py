@@ -387,6 +387,20 @@ def _github_key(merged: Mapping[str, str], kind: str, family: str) -> tuple[str,
     return base, None
 
 
+def subject_of(work_key: str) -> str:
+    """What a work key is about, at the grain outcomes are reported: a pull request or
+    issue (``github:<repo>:pr:<number>``), a check (``github:<repo>:check:<id>``), a
+    Linear issue (``linear:issue:<identifier>``); other keys are their own subject. A
+    review's outcome (``review_submitted``) settles the proposal made on the pull
+    request's head, whose work key is finer (issue 31)."""
+    parts = work_key.split(":")
+    if parts[0] == "github" and len(parts) >= 4 and parts[2] in ("pr", "issue", "check"):
+        return ":".join(parts[:4])
+    if parts[0] == "linear" and len(parts) >= 3 and parts[1] == "issue":
+        return ":".join(parts[:3])
+    return work_key
+
+
 def delivery_id(
     provider: str, headers: Mapping[str, str], payload: Mapping[str, Any]
 ) -> str | None:
