@@ -561,3 +561,11 @@ def test_rollout_evidence_on_postgres(tmp_path: Path) -> None:
         s.close()
         probe.drop_schema()
         probe.close()
+
+
+def test_every_head_of_a_pull_request_is_in_one_arm() -> None:
+    """Issue 31 keyed a pull request's heads, reviews and comments apart; the rollout
+    arm follows the pull request, not the head."""
+    base = "github:acme/api:pr:3"
+    keys = [base, f"{base}:{'a' * 40}", f"{base}:{'b' * 40}", f"{base}:review:7"]
+    assert {work_bucket(k) for k in keys} == {work_bucket(base)}
