@@ -769,7 +769,15 @@ class PersonaRuntime:
         batch.emit(
             name,
             Kind.RUN_STARTED,
-            {**base, "run_id": run_id, "lease_id": lease_id, "budget_receipt_id": budget_id},
+            {
+                **base,
+                "run_id": run_id,
+                "lease_id": lease_id,
+                "budget_receipt_id": budget_id,
+                # a body no earlier event holds (work admitted without queueing): kept
+                # here, so that a retry after its process died is handed it too
+                **(_body(item) if hold and item.body_event_id is None and held_body(item) else {}),
+            },
         )
         if hold and running:
             # the caller starts the workflow at once: what its first heartbeat would have
@@ -1452,6 +1460,12 @@ class PersonaRuntime:
             return self._submit(batch, name, item, hold, None, False)
 
         return self._commit_or_raise(at, body, name, (f"handoff:{handoff_id}",))
+
+
+def held_body(item: WorkItem) -> bool:
+    """Whether a run of ``item`` could be retried and needs its body kept (a held trigger
+    or handoff run that carries one)."""
+    return item.body is not None and item.source in _RETRIED_SOURCES
 
 
 def _first_due(queue: Sequence[dict[str, Any]], at: datetime) -> dict[str, Any] | None:

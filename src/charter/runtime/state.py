@@ -234,6 +234,8 @@ def apply(state: PersonaState, event: Event) -> None:
             "source": p.get("source"),
             "handoff_id": p.get("handoff_id"),
             **{k: p[k] for k in _RUN_EXTRAS if p.get(k) is not None},
+            # the body it started with (work admitted without queueing: see engine)
+            **({"body_event_id": event.event_id} if p.get("body") is not None else {}),
         }
         state.exhaustion = None
         if p.get("budget_receipt_id"):
