@@ -7,6 +7,7 @@ point (``python -m charter``), as a script would run it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -63,7 +64,9 @@ NAMES_A_PERSONA = {
 }  # fmt: skip
 
 
-def _charter(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _charter(
+    *argv: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "charter", *argv],
         capture_output=True,
@@ -71,6 +74,7 @@ def _charter(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         timeout=120,
         cwd=cwd,
         check=False,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -125,6 +129,12 @@ def test_bad_values_and_missing_arguments(tmp_path: Path) -> None:
     )  # fmt: skip
     assert bad_llm.returncode == 2 and "--llm" in _error(bad_llm)["message"]
     # refused before anything was recorded (it used to be a failed run in the log)
+    assert not (tmp_path / "state").exists() or not list((tmp_path / "state").iterdir())
+    from_env = _charter(
+        "persona", "run", "merge_captain", "--json", "--manifest", EXAMPLES,
+        "--state-dir", str(tmp_path / "state"), cwd=tmp_path, env={"CHARTER_LLM": "gpt-x"},
+    )  # fmt: skip
+    assert from_env.returncode == 2 and "$CHARTER_LLM" in _error(from_env)["message"]
     assert not (tmp_path / "state").exists() or not list((tmp_path / "state").iterdir())
     missing = _charter("persona", "status", "--json", cwd=tmp_path)
     assert missing.returncode == 2 and "NAME" in _error(missing)["message"]

@@ -90,6 +90,31 @@ def check_llm(_ctx: click.Context, _param: click.Parameter, value: str | None) -
     return value
 
 
+def llm_from_env(given: str | None) -> str | None:
+    """``--llm``, else ``$CHARTER_LLM`` checked as ``--llm`` is (bad input, exit 2)."""
+    import os
+
+    if given is not None:
+        return given
+    value = os.environ.get("CHARTER_LLM") or None
+    if value is None:
+        return None
+    from charter.agent.providers import PROVIDER_NAMES
+
+    name, sep, arg = value.partition(":")
+    if (
+        name not in PROVIDER_NAMES
+        or (sep and name != "mock")
+        or (name == "mock" and sep and not arg)
+    ):
+        fail(
+            f"$CHARTER_LLM: unknown provider {value!r}; expected one of "
+            f"{', '.join(PROVIDER_NAMES)} (mock:SCRIPT.json for a scripted mock)",
+            EXIT_BAD_INPUT,
+        )
+    return value
+
+
 def read_json_object(path: Path, option: str) -> dict[str, Any]:
     """A JSON object from ``path`` (``-`` is stdin), or a bad-input error naming ``option``."""
     try:

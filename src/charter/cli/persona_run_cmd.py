@@ -19,6 +19,7 @@ from ._common import (
     check_llm,
     emit_json,
     fail,
+    llm_from_env,
     read_json_object,
 )
 
@@ -271,6 +272,7 @@ def run_cmd(
     from charter.runtime import EventLogError, PersonaRuntimeError, TriggerError, parse_time
     from charter.runtime import parse_metadata as parse_meta
 
+    llm = llm_from_env(llm)
     modes = sum(
         bool(x)
         for x in (provider or payload or metadata or kind, schedule, handoff_id, inbox, resume)
