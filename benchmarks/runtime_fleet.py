@@ -22,6 +22,13 @@ transactions) with the share of that time its holder sat idle waiting for its cl
 ``--personas N`` spreads the webhooks round-robin over N personas (16 run slots in all),
 each with its own queue, leases and state: a fleet's work is rarely one persona's.
 
+``--workload github-day`` posts a repository's day of real GitHub deliveries instead
+(``github_day.py``: about 200 pushes, pull request, review, comment, issue and check
+suite events with redeliveries, signed with their ``X-GitHub-Delivery``) to four
+personas woken by event and action; ``--webhooks`` is then the day's length. Its runs
+are not one per webhook (some match no persona, redeliveries and coalesced pushes run
+nothing), so ``done`` latencies and runs/s count the runs that completed.
+
 ``--baseline DIR`` (a directory holding a ``charter`` package, e.g. ``git archive <commit>
 src | tar -x -C /tmp/base`` then ``/tmp/base/src``) runs every case twice, the replicas
 first on that code then on this tree's, alternating, so both see the same machine load.
@@ -46,6 +53,7 @@ from pathlib import Path
 
 import psycopg
 
+import github_day
 from charter.runtime import PostgresEventLog, open_event_log
 from charter.runtime.postgres_log import _lock_key, split_state_url
 from runtime_common import PG_BASE
@@ -87,7 +95,11 @@ def run(ctx):
 
 
 def start(project: Path, state: list[str], code: str | None) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "CHARTER_WEBHOOK_SECRET_BENCH": SECRET}
+    env = {
+        **os.environ,
+        "CHARTER_WEBHOOK_SECRET_BENCH": SECRET,
+        "CHARTER_WEBHOOK_SECRET_GITHUB": SECRET,
+    }
     if code is not None:  # the baseline's package first on the path
         env["PYTHONPATH"] = code
     argv = [sys.executable, "-m", "charter", "serve", "--port", "0", "--workers", "2",
@@ -106,6 +118,16 @@ def post(base: str, ident: str, kind: str) -> float:
     request = urllib.request.Request(f"{base}/hooks/bench", data=body, method="POST")
     digest = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
     request.add_header("X-Hub-Signature-256", "sha256=" + digest)
+    started = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 202
+    return time.perf_counter() - started
+
+
+def post_delivery(base: str, delivery: github_day.Delivery) -> float:
+    request = urllib.request.Request(f"{base}/hooks/github", data=delivery.body, method="POST")
+    for key, value in delivery.headers(SECRET).items():
+        request.add_header(key, value)
     started = time.perf_counter()
     with urllib.request.urlopen(request, timeout=30) as response:
         assert response.status == 202
@@ -180,11 +202,20 @@ def run_case(
     rate: float,
     code: str | None = None,
     personas: int = 1,
+    workload: str = "one-call",
 ) -> None:
+    day = github_day.day()[:n] if workload == "github-day" else []
     with tempfile.TemporaryDirectory() as tmp:
         project = Path(tmp)
-        (project / "charter.toml").write_text(manifest(personas))
-        (project / "w.py").write_text(WORKFLOW)
+        if day:
+            text = github_day.manifest("w.py:run", ttl=300)
+            if code is not None:  # a baseline from before [runtime] retry_backoff_seconds
+                text = text.replace(", retry_backoff_seconds = 0.2", "")
+            (project / "charter.toml").write_text(text)
+            (project / "w.py").write_text(github_day.WORKFLOW)
+        else:
+            (project / "charter.toml").write_text(manifest(personas))
+            (project / "w.py").write_text(WORKFLOW)
         procs = [start(project, state, code) for _ in range(replicas)]
         posted: dict[str, float] = {}
         admission: list[float] = []
@@ -196,8 +227,14 @@ def run_case(
             begin = time.time()
 
             def send(i: int) -> None:
-                ident, kind = f"k{i}", f"go{i % personas}"
                 at = time.time()
+                if day:
+                    took = post_delivery(procs[i % replicas][1], day[i])
+                    with lock:
+                        posted[day[i].delivery_id] = at
+                        admission.append(took)
+                    return
+                ident, kind = f"k{i}", f"go{i % personas}"
                 took = post(procs[i % replicas][1], ident, kind)
                 with lock:
                     posted[f"webhook:bench:{kind}:{ident}"] = at
@@ -219,12 +256,23 @@ def run_case(
                 deadline = time.time() + 300
                 done = {}
                 seen = 0  # read on from here: rereading the whole log competed with the fleet
+                quiet_since = time.time()
+                delivered: dict[tuple[str, str], str] = {}  # the day: (persona, key) -> id
                 while time.time() < deadline:
-                    for e in log.read(after=seen, limit=5000):
+                    fresh = log.read(after=seen, limit=5000)
+                    for e in fresh:
                         seen = e.event_id
+                        if e.kind == "persona.delivery.received":
+                            delivered.setdefault(
+                                (e.persona, e.payload["work_key"]), e.payload["delivery_id"]
+                            )
                         if e.kind == "persona.run.completed":
-                            done[e.payload["work_key"]] = e
-                    if len(done) >= n:
+                            done[(e.persona, e.payload["work_key"])] = e
+                    if fresh:
+                        quiet_since = time.time()
+                    if not day and len(done) >= n:
+                        break
+                    if day and time.time() - quiet_since > 3:  # the day's work is done
                         break
                     time.sleep(0.2)
                 if sampler is not None:
@@ -240,12 +288,18 @@ def run_case(
             for proc, _ in procs:
                 proc.terminate()
                 proc.wait(timeout=60)
-    if len(done) < n:  # a shared machine: a PostgreSQL restarted by someone else's test
+    if not day and len(done) < n:  # a shared machine: a PostgreSQL restarted by another test
         print(f"{label}: only {len(done)} of {n} runs completed within 300 s (figures below "
               "count those)")  # fmt: skip
-        n = len(done)
+    n = len(done)
     finished = [datetime.timestamp(e.occurred_at) for e in done.values()]
-    latency = [datetime.timestamp(e.occurred_at) - posted[k] for k, e in done.items()]
+    if day:  # from the post of the delivery that brought the work (before: no such event)
+        stamps = {k: posted.get(delivered.get(k, "").removeprefix("github:")) for k in done}
+        latency = [
+            datetime.timestamp(done[k].occurred_at) - at for k, at in stamps.items() if at
+        ] or [0.0]
+    else:
+        latency = [datetime.timestamp(e.occurred_at) - posted[k[1]] for k, e in done.items()]
     span = max(finished) - begin
     per_txn = f"{txns / span:7.1f}" if txns else "      -"
     accepted = len(admission)
@@ -273,13 +327,20 @@ def main() -> None:
     parser.add_argument(
         "--only", action="append", default=[], help="sqlite-1, postgresql-1, -2 or -4 (repeatable)"
     )
+    parser.add_argument(
+        "--workload",
+        choices=["one-call", "github-day"],
+        default="one-call",
+        help="one tool call per webhook, or a repository's day of GitHub deliveries",
+    )
     args = parser.parse_args()
     codes: list[tuple[str, str | None]] = [("", None)]
     if args.baseline:
         if not (Path(args.baseline) / "charter" / "__init__.py").is_file():
             parser.error(f"--baseline {args.baseline}: no charter package there")
         codes = [("before ", str(Path(args.baseline).resolve())), ("after ", None)]
-    print(f"{args.webhooks} webhooks at {args.rate:g}/s over {args.personas} persona(s), "
+    what = "a GitHub day's deliveries" if args.workload == "github-day" else "webhooks"
+    print(f"{args.webhooks} {what} at {args.rate:g}/s over {args.personas} persona(s), "
           "serve --workers 2 per replica")  # fmt: skip
     print(f"{'case':29s} {'adm/s':>8s} {'adm p50':>8s} {'adm p99':>8s} {'done p50':>9s} "
           f"{'done p99':>9s} {'runs/s':>9s} {'events/s':>9s} {'txns/s':>7s} "
@@ -293,7 +354,7 @@ def main() -> None:
             if backend == "sqlite":
                 with tempfile.TemporaryDirectory() as tmp:
                     run_case(label, 1, ["--state-dir", tmp], tmp, args.webhooks, args.rate, code,
-                             args.personas)  # fmt: skip
+                             args.personas, args.workload)  # fmt: skip
                 continue
             url = f"{PG_BASE}?schema=charter_fleet_{uuid.uuid4().hex[:10]}"
             try:
@@ -303,7 +364,7 @@ def main() -> None:
                 return
             try:
                 run_case(label, replicas, ["--state", url], url, args.webhooks, args.rate, code,
-                         args.personas)  # fmt: skip
+                         args.personas, args.workload)  # fmt: skip
             finally:
                 log = PostgresEventLog(url)
                 log.drop_schema()

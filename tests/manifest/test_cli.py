@@ -105,11 +105,12 @@ def test_inspect_text() -> None:
 
 
 def test_unknown_persona_lists_known_names() -> None:
+    # an unknown persona is exit 2 everywhere, one JSON error object under --json (issue 31)
     code, _, err = run("persona", "--manifest", str(EXAMPLES), "inspect", "nobody")
-    assert code == 1
+    assert code == 2
     assert "unknown persona 'nobody'" in err and "merge_captain, review_captain" in err
     code, out, _ = run("persona", "--manifest", str(EXAMPLES), "inspect", "nobody", "--json")
-    assert code == 1 and json.loads(out)["ok"] is False
+    assert code == 2 and json.loads(out)["error"]["kind"] == "unknown_persona"
 
 
 def test_list_json_and_text() -> None:

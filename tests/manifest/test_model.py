@@ -60,7 +60,7 @@ autonomy_tier = "act_auto"
 receipt_policy = "required"
 triggers = ["github.pr_opened"]
 schedules = ["@daily", "*/5 * * * *"]
-handoffs = ["persona://alpha", "human:maintainers", "worker://q", "a2a://x.example.com:8443/t"]
+handoffs = ["persona://alpha", "human:maintainers", "worker://alpha", "a2a://x.example.com:8443/t"]
 budget = { daily_usd = 2, max_tokens = 10 }
 
 [personas.policy]

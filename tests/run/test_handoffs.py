@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .conftest import envelope, executed, persona_cli, persona_toml, run_json
+from .conftest import envelope, executed, invoke, persona_cli, persona_toml, run_json
 
 OVERRIDE = 'tools = ["read", "github"], side_effect_level = "read_only"'
 ROUTES = f"""
@@ -194,24 +194,33 @@ def test_worker_target_runs_the_named_persona_through_admission(
     make_pack: Callable[..., Path], tmp_path: Path
 ) -> None:
     """issue 16: worker://NAME arrives (NAME's inbox, its own policy) instead of only
-    being recorded as dispatched; an unknown worker is an error at dispatch."""
+    being recorded as dispatched; issue 31: a worker naming no persona is refused by
+    ``persona check`` (it failed only at dispatch, the run reporting completed)."""
     routes = """
 [[handoff_routes]]
 id = "jobs"
 kind = "job"
 from = "actor"
 route = [ { target = "worker://other", when = "always" } ]
-
+"""
+    lost = """
 [[handoff_routes]]
 id = "lost"
 kind = "lost"
 from = "actor"
 route = [ { target = "worker://nobody", when = "always" } ]
 """
-    pack = make_pack(
+    broken = make_pack(
         persona_toml(handoffs='["worker://other", "worker://nobody"]'),
         persona_toml("other"),
-        routes=routes,
+        routes=routes + lost,
+    )
+    checked = invoke(["persona", "check", str(broken), "--json"])
+    assert checked.exit_code == 1, checked.output
+    messages = [e["message"] for e in json.loads(checked.stdout)["errors"]]
+    assert sum("'worker://nobody'" in m or "'nobody'" in m for m in messages) == 2, messages
+    pack = make_pack(
+        persona_toml(handoffs='["worker://other"]'), persona_toml("other"), routes=routes
     )
     plan = {"calls": [{"tool": "github", "args": {"action": "merge", "pr": 5}}]}
     first = run_json(
@@ -229,12 +238,3 @@ route = [ { target = "worker://nobody", when = "always" } ]
     (run,) = run_json(pack, "other", "--inbox")["runs"]
     assert run["status"] == "completed" and run["trigger"]["source"] == "handoff"
     assert executed(pack) == [{"action": "merge", "pr": 5}]  # other's own policy allows it
-    lost = run_json(
-        pack,
-        "actor",
-        "--payload",
-        str(envelope(tmp_path / "l.json", {"handoffs": [{"kind": "lost"}]}, ident="2")),
-        code=None,
-    )
-    (failed,) = lost["handoffs"]
-    assert "worker://nobody names no persona" in json.dumps(failed)

@@ -158,4 +158,5 @@ def test_a_run_whose_lease_was_recovered_meanwhile_does_not_act(
     assert "no longer holds its lease" in (result.error or "")
     run = [e["kind"] for e in events(pack) if e["payload"].get("run_id") == result.run_id]
     assert not [k for k in run if k.startswith("persona.tool.")]
-    assert run[-2:] == ["persona.lease.expired", "persona.run.recorded"]
+    # (issue 31) the recovery offers the work again, naming the run it replaces
+    assert run[-3:] == ["persona.lease.expired", "persona.work.retried", "persona.run.recorded"]

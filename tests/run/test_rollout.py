@@ -462,8 +462,9 @@ def test_outcome_webhook_through_serve_records_agreement(pack: Path) -> None:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHARTER_WEBHOOK_SECRET")}
     argv = charter_argv(
-        "serve", "--port", "0", "--manifest", str(pack), "--state-dir", str(pack / "state")
-    )
+        "serve", "--port", "0", "--manifest", str(pack), "--state-dir", str(pack / "state"),
+        "--insecure-accept-unsigned", "github",  # (unsigned on purpose: no secret here)
+    )  # fmt: skip
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
@@ -506,8 +507,10 @@ def test_persona_trigger_with_an_outcome_settles_the_proposal(pack: Path, sessio
          "--metadata", "outcome=review:changes_requested", "--manifest", str(pack),
          "--state-dir", str(pack / "state"), "--at", "2026-10-01T12:00:00Z"]
     )  # fmt: skip
-    # the work key already ran, so the trigger itself is a duplicate (exit 1) ...
-    assert result.exit_code == 1 and "duplicate" in result.output
+    # the reviewer declares review_requested, not review_submitted: by event and action
+    # (issue 31) the trigger itself is refused (exit 1) ...
+    assert result.exit_code == 1
+    assert "does not declare trigger github.review_submitted" in result.output
     # ... but the outcome it reports was recorded against the proposal
     (event,) = [
         e for e in session.log.iter_all(persona="reviewer")
@@ -558,3 +561,11 @@ def test_rollout_evidence_on_postgres(tmp_path: Path) -> None:
         s.close()
         probe.drop_schema()
         probe.close()
+
+
+def test_every_head_of_a_pull_request_is_in_one_arm() -> None:
+    """Issue 31 keyed a pull request's heads, reviews and comments apart; the rollout
+    arm follows the pull request, not the head."""
+    base = "github:acme/api:pr:3"
+    keys = [base, f"{base}:{'a' * 40}", f"{base}:{'b' * 40}", f"{base}:review:7"]
+    assert {work_bucket(k) for k in keys} == {work_bucket(base)}

@@ -39,6 +39,7 @@ entry_workflow = "ops.review:run"
 tools = ["github"]
 autonomy_tier = "suggest"
 receipt_policy = "optional"
+triggers = ["github.review_requested"]
 """
 
 
@@ -116,7 +117,9 @@ def test_seed_flow(run) -> None:  # type: ignore[no-untyped-def]
     assert run("disable", "merge_captain", "--at", AT)["lifecycle"] == "disabled"
     dead = run("tick", "merge_captain", "--at", "2026-04-24T12:34:00Z", expect=1)
     assert json.loads(dead.stdout)["status"] == "dead_lettered"
-    assert run("resume", "merge_captain", "--at", AT)["lifecycle"] == "disabled"
+    # resuming a disabled persona is refused: exit 1, the receipt still printed (issue 31)
+    refused = run("resume", "merge_captain", "--at", AT, expect=1)
+    assert json.loads(refused.stdout)["lifecycle"] == "disabled"
     assert run("enable", "merge_captain", "--at", AT)["lifecycle"] == "idle"
     spend = run("spend", "merge_captain", "--cost-usd", "0.01", "--at", AT)
     assert spend["status"] == "completed"
@@ -312,3 +315,30 @@ def test_status_of_an_expired_unrecovered_lease(run) -> None:  # type: ignore[no
     assert again["status"] == "completed"
     after = run("status", "review_captain", "--at", "2026-04-25T12:32:00Z")
     assert after["expired_leases"] == [] and after["lifecycle"] == "idle"
+
+
+def test_trigger_refuses_a_payload_its_triggers_do_not_match(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Issue 31: a persona declaring only ``github.review_requested`` ran on a pull
+    request ``opened`` (matched by family); refused now, exit 1 naming its triggers,
+    unless ``--force``."""
+    fixtures = Path(__file__).parent / "fixtures" / "github"
+    opened = str(fixtures / "pull_request.opened.json")
+    refused = run(
+        "trigger", "review_captain", "--provider", "github", "--payload", opened, "--at", AT,
+        expect=1, json_out=False,
+    )  # fmt: skip
+    assert "does not declare trigger github.pr_opened" in refused.stderr
+    assert "declared:" in refused.stderr and "Traceback" not in refused.output
+    requested = str(fixtures / "pull_request.review_requested.json")
+    taken = run(
+        "trigger", "review_captain", "--provider", "github", "--payload", requested, "--at", AT
+    )
+    assert taken["status"] == "completed"
+    # --force records it anyway; opened and review_requested on one head are one piece
+    # of work for a reviewer (the same work key), so it is that run's duplicate
+    forced = run(
+        "trigger", "review_captain", "--provider", "github", "--payload", opened, "--at", AT,
+        "--force", expect=1,
+    )  # fmt: skip
+    assert json.loads(forced.stdout)["status"] == "duplicate"
+    assert json.loads(forced.stdout)["work_key"] == taken["work_key"]

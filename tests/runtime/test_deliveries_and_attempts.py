@@ -142,3 +142,21 @@ def _admit_held(rt: PersonaRuntime, at) -> Any:  # type: ignore[no-untyped-def]
 
 class _Died(Exception):
     """The worker's process dies mid-run (the lease stays until it expires)."""
+
+
+def test_a_retry_of_work_admitted_without_queueing_is_handed_its_body(log: EventLog) -> None:
+    """``persona run --payload`` admits at once (no queued event holds the body): the
+    run's start keeps it, so the retry after its process died gets the same payload."""
+    rt = _runtime(log, lease_ttl_seconds=10, retry_backoff_seconds=0)
+    body = _push("d" * 40)
+    held = rt.trigger(P, provider="github", kind="push", payload=body, at=AT0, hold=True)
+    assert held.status is ReceiptStatus.STARTED
+    rt.expire_leases(P, at=AT0 + T(seconds=11))
+    handed: list[Any] = []
+
+    def execute(receipt: Any, item: dict[str, Any]) -> Any:
+        handed.append(item.get("body"))
+        return receipt
+
+    rt.drain(P, at=AT0 + T(seconds=11), execute=execute)
+    assert handed == [body]

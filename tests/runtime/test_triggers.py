@@ -36,7 +36,8 @@ def test_whole_payloads() -> None:
     gh = {"action": "opened", "number": 462, "pull_request": {"number": 462},
           "repository": {"full_name": "burin-labs/harn"}}  # fmt: skip
     t = normalize_trigger("github", None, payload=gh)
-    assert (t.kind, t.work_key) == ("pull_request", "github:burin-labs/harn:pr:462")
+    # the action refines the kind (issue 31: triggers match by event and action)
+    assert (t.kind, t.work_key) == ("pr_opened", "github:burin-labs/harn:pr:462")
     lin = {"type": "Issue", "action": "create", "data": {"identifier": "ENG-7", "id": "uuid"}}
     assert normalize_trigger("linear", None, payload=lin).work_key == "linear:issue:ENG-7"
     slack = {"team_id": "T1", "event": {"type": "message", "channel": "C9", "ts": "17.5"}}
@@ -59,6 +60,19 @@ def test_errors_are_clear() -> None:
         normalize_trigger("", "x", {})
 
 
+def test_a_body_without_its_event_header_is_kinded_by_shape_and_action() -> None:
+    review = {"action": "submitted", "review": {"id": 7}, "pull_request": {"number": 3},
+              "repository": {"full_name": "a/b"}}  # fmt: skip
+    assert normalize_trigger("github", None, payload=review).kind == "review_submitted"
+    comment = {"action": "created", "issue": {"number": 4}, "comment": {"id": 9},
+               "repository": {"full_name": "a/b"}}  # fmt: skip
+    t = normalize_trigger("github", None, payload=comment)
+    assert (t.kind, t.work_key) == ("issue_comment", "github:a/b:issue:4:comment:9")
+    requested = {"action": "review_requested", "pull_request": {"number": 5},
+                 "repository": {"full_name": "a/b"}}  # fmt: skip
+    assert normalize_trigger("github", None, payload=requested).kind == "review_requested"
+
+
 def test_declared_trigger_matching() -> None:
     declared = ["github.pr_opened", "github.check_failed", "slack.*"]
     assert declares_trigger(declared, "github", "pull_request")
@@ -67,3 +81,22 @@ def test_declared_trigger_matching() -> None:
     assert declares_trigger(declared, "slack", "app_mention")
     assert not declares_trigger(declared, "github", "push")
     assert not declares_trigger(declared, "linear", "issue")
+    # by event AND action: a named action is not its family's other actions (issue 31)
+    assert not declares_trigger(["github.review_requested"], "github", "pr_opened")
+    assert not declares_trigger(["github.pr_opened"], "github", "pr_synchronize")
+    assert not declares_trigger(["linear.issue_created"], "linear", "comment_created")
+    # a declaration of the family itself covers its actions
+    assert declares_trigger(["github.pull_request"], "github", "review_requested")
+
+
+def test_the_subject_outcomes_settle() -> None:
+    """A review's outcome settles the proposal made on the pull request's head: the
+    keys differ (issue 31), their subject does not."""
+    from charter.runtime import subject_of
+
+    head = "github:a/b:pr:5:" + "f" * 40
+    assert subject_of(head) == subject_of("github:a/b:pr:5:review:80") == "github:a/b:pr:5"
+    assert subject_of("github:a/b:issue:4:comment:9") == "github:a/b:issue:4"
+    assert subject_of("linear:issue:ENG-1:comment:x") == "linear:issue:ENG-1"
+    assert subject_of("github:a/b:pr:50") != subject_of("github:a/b:pr:5")
+    assert subject_of("slack:C1:1.0") == "slack:C1:1.0"

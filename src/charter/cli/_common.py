@@ -69,6 +69,52 @@ def fail(
     sys.exit(code)
 
 
+def check_llm(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """``--llm``: a provider name charter knows (``mock``, ``mock:SCRIPT.json``,
+    ``openai``, ...); anything else is bad input (exit 2) before any run is recorded, not
+    a failed run. (A mock script's path is resolved where the run reads it.)"""
+    if value is None:
+        return None
+    from charter.agent.providers import PROVIDER_NAMES
+
+    name, sep, arg = value.partition(":")
+    if name not in PROVIDER_NAMES:
+        raise click.BadParameter(
+            f"unknown provider {value!r}; expected one of {', '.join(PROVIDER_NAMES)} "
+            "(mock:SCRIPT.json for a scripted mock)"
+        )
+    if sep and name != "mock":
+        raise click.BadParameter(f"{name} takes no argument (got {value!r})")
+    if name == "mock" and sep and not arg:
+        raise click.BadParameter("mock: needs a script path (mock:SCRIPT.json)")
+    return value
+
+
+def llm_from_env(given: str | None) -> str | None:
+    """``--llm``, else ``$CHARTER_LLM`` checked as ``--llm`` is (bad input, exit 2)."""
+    import os
+
+    if given is not None:
+        return given
+    value = os.environ.get("CHARTER_LLM") or None
+    if value is None:
+        return None
+    from charter.agent.providers import PROVIDER_NAMES
+
+    name, sep, arg = value.partition(":")
+    if (
+        name not in PROVIDER_NAMES
+        or (sep and name != "mock")
+        or (name == "mock" and sep and not arg)
+    ):
+        fail(
+            f"$CHARTER_LLM: unknown provider {value!r}; expected one of "
+            f"{', '.join(PROVIDER_NAMES)} (mock:SCRIPT.json for a scripted mock)",
+            EXIT_BAD_INPUT,
+        )
+    return value
+
+
 def read_json_object(path: Path, option: str) -> dict[str, Any]:
     """A JSON object from ``path`` (``-`` is stdin), or a bad-input error naming ``option``."""
     try:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib
+import sys
+from collections.abc import Sequence
+from typing import Any
 
 import click
 
@@ -24,6 +27,34 @@ class LazyGroup(click.Group):
         module = importlib.import_module(spec[0])
         command: click.Command = getattr(module, spec[1])
         return command
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """As click's, except that under ``--json`` a usage error (an unknown option, a bad
+        option value, a missing argument) is one JSON error object on stdout, exit 2, as
+        every other refusal is (README, "Exit codes")."""
+        argv = list(sys.argv[1:] if args is None else args)
+        if not standalone_mode or "--json" not in argv:
+            return super().main(argv, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            return super().main(argv, prog_name, complete_var, False, **extra)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(1)
+        except click.ClickException as exc:
+            from ._common import emit_error
+
+            kind = "bad_input" if exc.exit_code == 2 else "refused"
+            emit_error(kind, exc.format_message())
+            sys.exit(exc.exit_code)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, spec[2]) for name, spec in sorted(COMMANDS.items())]

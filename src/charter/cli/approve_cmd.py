@@ -7,21 +7,20 @@ the waiting run resumes. ``charter approve`` without arguments lists pending app
 from __future__ import annotations
 
 import getpass
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import click
 
-from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json
+from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json, fail
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _fail(message: str, code: int = EXIT_FAILED) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(code)
+    """A refusal (exit 1) or bad input (exit 2); one JSON error object under ``--json``."""
+    fail(message, code)
 
 
 def _options(func: F) -> F:

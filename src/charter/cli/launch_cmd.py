@@ -19,6 +19,7 @@ from charter.cli._common import (
     EXIT_DENIED,
     EXIT_FAILED,
     emit_json,
+    fail,
     global_manifest,
 )
 
@@ -241,8 +242,7 @@ def print_policy(
             click.echo(render_markdown(), nl=False)
         return
     if not tool or not persona:
-        click.echo("charter: print-policy needs TOOL and PERSONA (or --matrix)", err=True)
-        sys.exit(EXIT_BAD_INPUT)
+        fail("print-policy needs TOOL and PERSONA (or --matrix)", EXIT_BAD_INPUT, as_json=as_json)
     from charter.launch.render import render_plan
 
     data, _job = _prepare(tool, persona, _strip_dashdash(tool_args), kw)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from charter.cli._common import EXIT_FAILED, emit_json
+from charter.cli._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json, fail
 
 if TYPE_CHECKING:
     from charter.manifest import Manifest, Persona
@@ -70,31 +70,19 @@ def report_errors(manifest: Manifest, as_json: bool) -> None:
 
 
 def require_persona(manifest: Manifest, name: str, as_json: bool) -> Persona:
-    """The persona ``name``, or a clear error listing the known names (exit 1)."""
+    """The persona ``name``, or a clear error listing the known names: exit 2, kind
+    ``unknown_persona``, as every command answers an unknown persona (issue 31)."""
     persona = manifest.get(name)
     if persona is not None:
         return persona
     known = ", ".join(manifest.names) or "none"
-    message = f"unknown persona {name!r}; known personas: {known}"
-    if as_json:
-        emit_json(
-            {
-                "ok": False,
-                "manifest_path": manifest.manifest_path,
-                "errors": [
-                    {
-                        "manifest_path": manifest.manifest_path,
-                        "field_path": "",
-                        "message": message,
-                        "line": None,
-                        "column": None,
-                    }
-                ],
-            }
-        )
-    else:
-        click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_FAILED)
+    fail(
+        f"unknown persona {name!r}; known personas: {known}",
+        EXIT_BAD_INPUT,
+        as_json=as_json,
+        kind="unknown_persona",
+        manifest_path=manifest.manifest_path,
+    )
 
 
 # Runtime and run commands live in their own modules, imported only when one of them is

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json, fail
+from ._common import EXIT_BAD_INPUT, EXIT_FAILED, check_llm, emit_json, fail
 from .persona_cmd import load_selected, manifest_option
 
 
@@ -26,6 +26,7 @@ from .persona_cmd import load_selected, manifest_option
     "--llm",
     default=None,
     metavar="PROVIDER",
+    callback=check_llm,
     help="Model provider for every eval (e.g. openai, anthropic, mock:FILE); default: the "
     "mock provider with each eval's own `mock` script.",
 )

@@ -13,7 +13,15 @@ from typing import Any
 
 import click
 
-from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json, fail, read_json_object
+from ._common import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    check_llm,
+    emit_json,
+    fail,
+    llm_from_env,
+    read_json_object,
+)
 
 TIER_CHOICES = ("shadow", "suggest", "act_with_approval", "act_auto")
 
@@ -183,6 +191,7 @@ def render_result(data: dict[str, Any]) -> None:
     "--llm",
     default=None,
     metavar="PROVIDER",
+    callback=check_llm,
     help="Model provider: mock, mock:SCRIPT.json, openai, anthropic, ollama "
     "(default $CHARTER_LLM, else mock).",
 )
@@ -263,6 +272,7 @@ def run_cmd(
     from charter.runtime import EventLogError, PersonaRuntimeError, TriggerError, parse_time
     from charter.runtime import parse_metadata as parse_meta
 
+    llm = llm_from_env(llm)
     modes = sum(
         bool(x)
         for x in (provider or payload or metadata or kind, schedule, handoff_id, inbox, resume)

@@ -254,6 +254,13 @@ def _print_receipt_text(receipt: RunReceipt) -> None:
         click.echo(f"  {receipt.error}")
 
 
+def _refused(receipt: ControlReceipt) -> bool:
+    """A control the persona's state refuses (pausing or resuming a disabled persona):
+    exit 1 with the receipt printed, as for refused work. Asking for the state a persona
+    is already in (a second pause) is not a refusal."""
+    return not receipt.changed and receipt.lifecycle == "disabled" and receipt.action != "disable"
+
+
 def _print_control(receipt: ControlReceipt, as_json: bool) -> None:
     if as_json:
         emit_json(receipt.to_dict())
@@ -522,6 +529,8 @@ def _control_command(action: str, help_text: str) -> click.Command:
         with _runtime(manifest, state_url, state_dir) as rt:
             receipt: ControlReceipt = getattr(rt, action)(name, at=at)
         _print_control(receipt, as_json)
+        if _refused(receipt):
+            sys.exit(1)
 
     return command
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json, global_manifest
+from ._common import EXIT_BAD_INPUT, EXIT_FAILED, check_llm, emit_json, global_manifest
 
 
 @click.command("serve")
@@ -25,7 +25,9 @@ from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json, global_manifest
     "(default: $CHARTER_WEBHOOK_SECRET_<PROVIDER>).",
 )
 @click.option("--once", is_flag=True, help="Fire what is due now (or --at), deliver, exit.")
-@click.option("--llm", default=None, metavar="PROVIDER", help="Model provider for runs.")
+@click.option(
+    "--llm", default=None, metavar="PROVIDER", callback=check_llm, help="Model provider for runs."
+)
 @click.option(
     "--manifest", type=click.Path(path_type=Path), default=None, help="charter.toml or its dir."
 )
@@ -41,6 +43,21 @@ from ._common import EXIT_BAD_INPUT, EXIT_FAILED, emit_json, global_manifest
     help="Worker threads running webhook work at once (a run waiting for an approval "
     "parks and holds none).",
 )
+@click.option(
+    "--insecure-accept-unsigned",
+    "unsigned",
+    multiple=True,
+    metavar="PROVIDER",
+    help="Accept PROVIDER's webhooks without a signature when no secret is configured "
+    "for it (otherwise they are refused, 401).",
+)
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(min=1),
+    default=25 * 1024 * 1024,
+    show_default=True,
+    help="Webhook bodies larger than this are refused (413); 25 MB is GitHub's own cap.",
+)
 def serve(
     host: str,
     port: int,
@@ -53,9 +70,12 @@ def serve(
     at_text: str | None,
     as_json: bool,
     workers: int,
+    unsigned: tuple[str, ...],
+    max_body_bytes: int,
 ) -> None:
     """Run personas continuously: cron schedules, webhooks on POST /hooks/{provider}
-    (GitHub HMAC verified when a secret is set), handoff delivery, GET /status, the
+    (each sender's signature verified; refused without a secret unless
+    --insecure-accept-unsigned PROVIDER), handoff delivery, GET /status, the
     console (/console), /metrics, /healthz, /readyz. Off loopback, $CHARTER_CONSOLE_TOKENS
     (name:token pairs) is required.
 
@@ -107,7 +127,16 @@ def serve(
             if as_json:
                 emit_json([r.to_dict() for r in results])
             return
-        server = Server(options, host=host, port=port, secrets=table, log_line=say, workers=workers)
+        server = Server(
+            options,
+            host=host,
+            port=port,
+            secrets=table,
+            log_line=say,
+            workers=workers,
+            max_body_bytes=max_body_bytes,
+            insecure_unsigned=unsigned,
+        )
     except AccessError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_BAD_INPUT)

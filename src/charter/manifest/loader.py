@@ -214,6 +214,14 @@ def load_manifest(
 
     known = set(run.declared)
     for col, item_path, target in run.handoff_refs:
+        if target.kind == "worker" and target.value not in known:
+            # worker://NAME lands in persona NAME's inbox: checked here, not at dispatch
+            # (a run handing off to worker://nobody reported completed, the handoff lost)
+            col.add(
+                item_path,
+                f"unknown handoff target {target.raw!r}: worker://NAME names a persona "
+                f"(known: {', '.join(sorted(known)) or 'none'})",
+            )
         if target.kind == "persona" and target.value not in known:
             hint = (
                 "; to hand off to people write human:<group> (e.g. human:maintainers)"

@@ -45,7 +45,8 @@ def build_route(
         if isinstance(target, str):
             col.add(join(step_path, "target"), target)
             continue
-        if target.kind == "persona" and (err := _known_persona(target.value, known)):
+        if target.kind in ("persona", "worker") and (err := _known_persona(target.value, known)):
+            # (worker://NAME lands in NAME's inbox: it names a persona too)
             col.add(join(step_path, "target"), f"unknown handoff target: {err}")
         when = item.get("when", "always")
         if when not in BUILTIN_PREDICATES and when not in custom:

@@ -204,10 +204,13 @@ class AutonomyGate:
             control.tool_calls.append(
                 {**base, "status": status, "executed": True, **span, **self._span(started)}
             )
-            control.journal.tools[call_id] = {"tool": call.name, "result": _jsonable(value)}
+            entry = {"tool": call.name, "result": _jsonable(value)}
+            control.journal.tools[call_id] = entry
             try:
-                control.receipts.receipt(
-                    RunKind.TOOL_EXECUTED, {**base, "status": status, "result": summarize(value)}
+                control.receipts.journal(
+                    RunKind.TOOL_EXECUTED,
+                    {**base, "status": status, "result": summarize(value)},
+                    {"call_id": call_id, **entry},
                 )
             except ReceiptError as exc:
                 control.fatal = str(exc)

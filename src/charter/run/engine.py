@@ -59,7 +59,7 @@ from .events import RunKind
 from .leases import LeaseKeeper
 from .loader import load_context_packs, load_workflow
 from .models import ModelRouter
-from .parking import Journal, Replay, RunParked
+from .parking import JOURNAL_KINDS, Journal, Replay, RunParked, journal_of
 from .receipts import ReceiptLog
 from .rollout import cohort_values, select_arm
 from .session import RunOptions, Session, session_scope
@@ -932,6 +932,19 @@ def drain_in_session(
     return runs
 
 
+def _journal_of_attempts(
+    session: Session, name: str, item: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    """The journal of a retried item's earlier attempts (``None`` for a first attempt)."""
+    prior = [str(r) for r in item.get("prior_runs") or ()]
+    if not prior:
+        return None
+    # the earlier attempts began after the work was queued: read from there on
+    after = max(0, int(item.get("body_event_id") or item.get("event_id") or 1) - 1)
+    events = session.log.read(after=after, persona=name, kinds=JOURNAL_KINDS)
+    return journal_of(events, prior).to_dict()
+
+
 def _queue_executor(
     session: Session, name: str, clock: Callable[[], datetime], runs: list[RunResult]
 ) -> Callable[[RunReceipt, dict[str, Any]], RunReceipt]:
@@ -972,8 +985,13 @@ def _queue_executor(
                 dict(item.get("metadata") or {}),
                 item.get("body"),
             )
+        # a retry after an earlier attempt's process died: that attempt's journal is
+        # replayed (tool results and model responses recorded as they happened)
+        replay = _journal_of_attempts(session, name, item)
         # drain/resume admitted it running (see PersonaRuntime._drain_one)
-        result = execute_admitted(session, persona, receipt, envelope, handed, running=True)
+        result = execute_admitted(
+            session, persona, receipt, envelope, handed, replay=replay, running=True
+        )
         runs.append(result)
         fin = result.finish or {}
         return dataclasses.replace(

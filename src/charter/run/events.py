@@ -28,6 +28,9 @@ class RunKind:
     APPROVAL_EXPIRED = "persona.approval.expired"
     RUN_RECORDED = "persona.run.recorded"
     RUN_TRANSCRIPT = "persona.run.transcript"
+    #: a side-effecting call's result or a model's response, for a persona whose receipts
+    #: are disabled: the journal a retried run replays (issue 31)
+    RUN_JOURNALED = "persona.run.journaled"
     # rollout evidence and standing (issue 18)
     AGREEMENT_RECORDED = "persona.rollout.agreement"
     AUTONOMY_PROMOTED = "persona.autonomy.promoted"

@@ -118,7 +118,15 @@ class ModelRouter:
                 usage = control.budget.charge(model, value)
                 control.journal.models.append(value.to_dict())
                 try:
-                    control.receipts.receipt(RunKind.USAGE_RECORDED, usage)
+                    control.receipts.journal(
+                        RunKind.USAGE_RECORDED,
+                        usage,
+                        {
+                            "model": value.to_dict(),
+                            "run_usd": usage["run_usd"],
+                            "run_tokens": usage["run_tokens"],
+                        },
+                    )
                 except ReceiptError as exc:
                     control.fatal = str(exc)
                     return _stopped(str(exc))

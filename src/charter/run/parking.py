@@ -17,6 +17,7 @@ decision. A workflow that does something else on replay than it did the first ti
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,4 +92,52 @@ class Replay:
         return response
 
 
-__all__ = ["Journal", "Replay", "ReplayDiverged", "RunParked"]
+#: the events a run's journal is rebuilt from (after a crash: see :func:`journal_of`)
+JOURNAL_KINDS = (
+    "persona.tool.executing",
+    "persona.tool.executed",
+    "persona.usage.recorded",
+    "persona.run.journaled",
+)
+
+#: what a retry answers for a call its earlier attempt began and never reported
+UNDECIDED = (
+    "an earlier attempt of this run began this call and died before it reported; whether "
+    "it took effect is unknown, so it is not executed again"
+)
+
+
+def journal_of(events: Iterable[Any], run_ids: Sequence[str]) -> Journal:
+    """The journal of runs ``run_ids`` (earlier attempts of one piece of work, oldest
+    first) from their events: each side-effecting call's result and each model's
+    response, as they were recorded when they happened (a retry after a crash replays
+    them: nothing executed again, nothing charged again). A call that was executing
+    when its process died, with no result recorded, is answered with an error instead
+    of being executed a second time (fail closed: it may have taken effect)."""
+    wanted = set(run_ids)
+    journal = Journal()
+    executing: dict[str, str] = {}
+    for event in events:
+        payload = event.payload
+        if payload.get("run_id") not in wanted:
+            continue
+        if event.kind == "persona.tool.executing":
+            executing[str(payload.get("call_id"))] = str(payload.get("tool"))
+            continue
+        entry = payload.get("journal") if event.kind != "persona.run.journaled" else payload
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("call_id") is not None and "tool" in entry:
+            call_id = str(entry["call_id"])
+            executing.pop(call_id, None)
+            journal.tools[call_id] = {"tool": entry["tool"], "result": entry.get("result")}
+        elif isinstance(entry.get("model"), dict):
+            journal.models.append(entry["model"])
+            journal.run_usd = float(entry.get("run_usd") or journal.run_usd)
+            journal.run_tokens = int(entry.get("run_tokens") or journal.run_tokens)
+    for call_id, tool in executing.items():
+        journal.tools[call_id] = {"tool": tool, "result": {"status": "error", "error": UNDECIDED}}
+    return journal
+
+
+__all__ = ["JOURNAL_KINDS", "Journal", "Replay", "ReplayDiverged", "RunParked", "journal_of"]

@@ -19,7 +19,7 @@ from typing import Any
 
 from charter.manifest import Persona, Promotion, parse_window
 from charter.runtime import Batch, EventLog, PersonaRuntime, TriggerError, format_time
-from charter.runtime.triggers import normalize_trigger
+from charter.runtime.triggers import normalize_trigger, subject_of
 
 from . import evidence as ev
 from .errors import RunError
@@ -419,18 +419,21 @@ def observe_trigger(
     )
     if outcome is None:
         return []
-    key = normalized.work_key
+    # outcomes settle the newest proposal about the same subject (the pull request, the
+    # issue): proposals are keyed finer (a pull request's head, issue 31)
+    subject = subject_of(normalized.work_key)
     recorded: list[dict[str, Any]] = []
     for persona in personas:
         if persona.name not in runtime.personas:
             continue
-        if key not in ev.load(runtime.log, persona.name).pending:
+        if _settles(ev.load(runtime.log, persona.name).pending, subject) is None:
             continue  # a read first: most triggers settle nothing, so take no write lock
 
         def body(batch: Batch, persona: Persona = persona) -> list[dict[str, Any]]:
             evidence, _ = ev.load_txn(batch.txn, persona.name)
-            pending = evidence.pending.get(key)
-            if pending is None:
+            key = _settles(evidence.pending, subject)
+            pending = evidence.pending.get(key) if key is not None else None
+            if key is None or pending is None:
                 return []
             data = _agreement_payload(
                 pending, key, outcome, "webhook", trigger=f"{normalized.provider}.{normalized.kind}"
@@ -445,6 +448,15 @@ def observe_trigger(
 
         recorded.extend(runtime.transact(at, body))
     return recorded
+
+
+def _settles(pending: Mapping[str, Any], subject: str) -> str | None:
+    """The newest pending proposal's work key about ``subject``."""
+    found = None
+    for key in pending:  # (oldest first)
+        if subject_of(key) == subject:
+            found = key
+    return found
 
 
 def feedback(

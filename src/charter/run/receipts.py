@@ -34,7 +34,13 @@ DISABLED = "disabled"
 #: Kinds that record what already happened (a side effect, a model's usage, the run's
 #: own account): not fenced by the lease.
 AFTER_THE_FACT = frozenset(
-    {RunKind.TOOL_EXECUTED, RunKind.USAGE_RECORDED, RunKind.RUN_RECORDED, RunKind.RUN_TRANSCRIPT}
+    {
+        RunKind.TOOL_EXECUTED,
+        RunKind.USAGE_RECORDED,
+        RunKind.RUN_RECORDED,
+        RunKind.RUN_TRANSCRIPT,
+        RunKind.RUN_JOURNALED,
+    }
 )
 
 
@@ -80,6 +86,19 @@ class ReceiptLog:
             return None
         self.receipts.append(entry)
         return entry
+
+    def journal(self, kind: str, payload: dict[str, Any], entry: dict[str, Any]) -> None:
+        """An after-the-fact receipt that also carries ``entry``, the run's journal of it
+        (a tool's result, a model's response): what a retry of this run replays instead
+        of executing or paying for again. With receipts disabled the entry is written
+        alone (``persona.run.journaled``), so a retry never repeats a side effect."""
+        if self.policy == DISABLED:
+            try:
+                self.mechanism(RunKind.RUN_JOURNALED, {**entry, "of": kind})
+            except ReceiptError as exc:  # (the retry then finds the call undecided)
+                self.warnings.append(str(exc))
+            return
+        self.receipt(kind, {**payload, "journal": entry})
 
     def mechanism(self, kind: str, payload: dict[str, Any]) -> dict[str, Any]:
         """Write an event the run depends on (approvals, the run record); failures raise."""

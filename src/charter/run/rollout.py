@@ -24,6 +24,7 @@ from typing import Any
 
 from charter.manifest import RolloutPolicy
 from charter.manifest.rollout import matching_cohort as _matching_cohort
+from charter.runtime.triggers import subject_of
 
 from .outcomes import dig
 
@@ -32,8 +33,10 @@ OUTSIDE = "outside"
 
 
 def work_bucket(work_key: str) -> int:
-    """The work key's stable bucket, 0..99."""
-    digest = hashlib.sha256(work_key.encode()).digest()
+    """The work key's stable bucket, 0..99, by its subject (``subject_of``): every head,
+    review and comment of one pull request falls in the same arm (issue 31 keyed them
+    apart)."""
+    digest = hashlib.sha256(subject_of(work_key).encode()).digest()
     return int.from_bytes(digest[:8], "big") % 100
 
 

@@ -5,13 +5,17 @@
   The last fired minute is read back from the event log, so a restart never fires a
   minute twice; minutes missed while down are caught up once (the latest occurrence
   only, within ``CATCH_UP``). A persona that never fired starts with the current minute.
-- **Webhooks** on ``POST /hooks/{provider}``: when ``CHARTER_WEBHOOK_SECRET_<PROVIDER>``
-  (or ``--secret``) is set, the GitHub-style ``X-Hub-Signature-256`` HMAC is verified
-  first; a bad or missing signature is a 401 and nothing is recorded. The payload is
-  normalised to a work key and offered to every persona that declares the trigger. It
-  is recorded in the log before the 202; webhooks arriving while the accept thread is
-  busy are recorded together in its next transaction (group commit), and a failed
-  transaction answers each of them 503.
+- **Webhooks** on ``POST /hooks/{provider}``: a body over ``max_body_bytes`` (25 MB,
+  GitHub's own cap) is a 413; the sender's signature is verified with
+  ``CHARTER_WEBHOOK_SECRET_<PROVIDER>`` (or ``--secret``), and without a secret for the
+  provider the webhook is refused (401) unless serve was started with
+  ``--insecure-accept-unsigned PROVIDER``; a bad or missing signature is a 401. Nothing
+  is recorded for a refused request. The payload is normalised to a work key and
+  offered, with the sender's delivery id (a redelivery is refused by it), to every
+  persona that declares the trigger's event and action. It is recorded in the log
+  before the 202, which names the personas that took the work and those that refused
+  it; webhooks arriving while the accept thread is busy are recorded together in its
+  next transaction (group commit), and a failed transaction answers each of them 503.
 - **Handoffs**: persona inboxes are run after every job.
 - ``GET /status``: every persona's status as JSON; ``/healthz``, ``/readyz``, ``/metrics``
   and the supervision console (``/console``) are served by the same ASGI app
@@ -36,7 +40,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -51,10 +55,12 @@ from charter.runtime import (
     PersonaRuntime,
     PersonaRuntimeError,
     ReceiptStatus,
+    RunReceipt,
     StateCache,
     TriggerError,
     WorkItem,
     declares_trigger,
+    delivery_id,
     format_time,
     github_kind,
     linear_kind,
@@ -91,6 +97,12 @@ TICK_EVERY_S = 0.5
 CATCH_UP = timedelta(hours=24)
 FIRST_GRACE = timedelta(seconds=60)
 SECRET_ENV = "CHARTER_WEBHOOK_SECRET_{}"
+#: the largest webhook body accepted (GitHub caps its payloads at 25 MB)
+MAX_BODY_BYTES = 25 * 1024 * 1024
+#: receipts that mean a persona took the work (ran, runs, waits, or joined a named run)
+ACCEPTED = frozenset(
+    {ReceiptStatus.QUEUED, ReceiptStatus.STARTED, ReceiptStatus.COMPLETED, ReceiptStatus.LEASE_BUSY}
+)
 #: Reconnect backoff after the state store went away (seconds, doubling).
 BACKOFF_START = 0.5
 BACKOFF_MAX = 10.0
@@ -223,7 +235,8 @@ class _Pending:
     provider: str
     kind: str | None
     payload: dict[str, Any]
-    done: Future[list[tuple[str, str]]] = dataclasses.field(default_factory=Future)
+    delivery: str | None = None
+    done: Future[list[RunReceipt]] = dataclasses.field(default_factory=Future)
 
 
 @dataclass(frozen=True)
@@ -427,7 +440,12 @@ class Server:
         log_line: Callable[[str], None] = print,
         access: Any = None,
         workers: int = 1,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        insecure_unsigned: Iterable[str] = (),
     ) -> None:
+        """``max_body_bytes``: larger webhook bodies are refused (413);
+        ``insecure_unsigned``: providers whose webhooks are accepted without a secret
+        (every other provider without one is refused, 401)."""
         from .web import Access, Metrics, bind_socket
 
         if workers < 1:
@@ -441,6 +459,10 @@ class Server:
         self.options = options
         self.log_line = log_line
         self.secrets = {k.lower(): v for k, v in (secrets or {}).items()}
+        if max_body_bytes < 1:
+            raise RunError(f"--max-body-bytes must be at least 1, got {max_body_bytes}")
+        self.max_body_bytes = max_body_bytes
+        self.insecure_unsigned = frozenset(p.lower() for p in insecure_unsigned)
         # wake-ups for workers (persona names); the accepted work itself is in the log
         self.jobs: queue.Queue[str | WebhookJob] = queue.Queue()
         self._accept_pool = ThreadPoolExecutor(1, thread_name_prefix="charter-accept")
@@ -507,7 +529,18 @@ class Server:
         if self.stopping.is_set():
             return 503, {"error": "shutting down"}
         started = time.perf_counter()
-        if not verify_webhook(provider, self.secret_for(provider), body, headers, time.time()):
+        if len(body) > self.max_body_bytes:
+            self.log_line(f"webhook {provider}: body of {len(body)} bytes, refused (413)")
+            return 413, {"error": f"body over {self.max_body_bytes} bytes"}
+        secret = self.secret_for(provider)
+        if secret is None and provider not in self.insecure_unsigned:
+            env = SECRET_ENV.format(provider.upper().replace("-", "_"))
+            self.log_line(f"webhook {provider}: no secret configured, refused (401)")
+            return 401, {
+                "error": f"no secret configured for {provider}: set ${env} (or --secret), "
+                f"or start serve with --insecure-accept-unsigned {provider}"
+            }
+        if secret is not None and not verify_webhook(provider, secret, body, headers, time.time()):
             self.log_line(f"webhook {provider}: bad signature, refused (401)")
             return 401, {"error": "bad signature"}
         try:
@@ -527,7 +560,8 @@ class Server:
         # earlier proposals' agreement: observed by a worker in arrival order, also when
         # the trigger itself is refused (its key still running) or runs nothing
         outcome = outcome_from_trigger(provider, kind, None, payload) is not None
-        pending = _Pending(names, provider, kind, payload)
+        delivery = delivery_id(provider, headers, payload)
+        pending = _Pending(names, provider, kind, payload, delivery)
         with self._accepting_lock:
             self._accepting.append(pending)
         try:
@@ -546,12 +580,28 @@ class Server:
             else:
                 self.log_line(f"webhook {provider}: could not be recorded ({exc}); 503")
             return 503, {"error": f"could not record the webhook: {exc}"}
-        for name, status in accepted:
-            self.log_line(f"webhook {provider} -> {name} {work_key}: {status}")
+        took: list[str] = []
+        refused: dict[str, dict[str, Any]] = {}
+        for receipt in accepted:
+            self.log_line(
+                f"webhook {provider} -> {receipt.persona} {work_key}: {receipt.status.value}"
+            )
+            if receipt.status in ACCEPTED:
+                took.append(receipt.persona)
+            else:
+                refused[receipt.persona] = {
+                    "status": receipt.status.value,
+                    "reason": receipt.error or receipt.exhaustion_reason,
+                }
         if outcome:
             self.jobs.put(WebhookJob("", provider, kind, payload, {}))
         self.metrics.admission.observe(time.perf_counter() - started)
-        return 202, {"work_key": work_key, "personas": names}
+        answer: dict[str, Any] = {"work_key": work_key, "personas": took}
+        if refused:
+            answer["refused"] = refused
+        if delivery:
+            answer["delivery_id"] = delivery
+        return 202, answer
 
     def wake(self, job: str) -> None:
         """Wake a worker for ``job`` (a persona with queued work, or :data:`PARKED`),
@@ -608,7 +658,8 @@ class Server:
             try:  # a request that cannot be built fails alone, not its neighbours
                 items = [
                     (name, runtime.trigger_item(name, provider=pending.provider,
-                                                kind=pending.kind, payload=pending.payload))
+                                                kind=pending.kind, payload=pending.payload,
+                                                delivery_id=pending.delivery))
                     for name in pending.names
                 ]  # fmt: skip
             except Exception as exc:
@@ -637,9 +688,7 @@ class Server:
             self.wake(name)
         at = 0
         for pending, count in taken:
-            pending.done.set_result(
-                [(r.persona, r.status.value) for r in receipts[at : at + count]]
-            )
+            pending.done.set_result(receipts[at : at + count])
             at += count
 
     def _open_accept(self) -> Session:
@@ -941,6 +990,7 @@ __all__ = [
     "due_minute",
     "last_fired",
     "schedule_key",
+    "MAX_BODY_BYTES",
     "serve_once",
     "verify_signature",
     "verify_webhook",

@@ -68,6 +68,7 @@ from .triggers import (
     normalize_trigger,
     parse_metadata,
     slack_kind,
+    subject_of,
 )
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ __all__ = [
     "NormalizedTrigger",
     "PR_HEAD_ACTIONS",
     "delivery_id",
+    "subject_of",
     "PersonaRuntime",
     "PersonaRuntimeError",
     "PersonaRuntimeSpec",

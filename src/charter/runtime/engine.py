@@ -91,6 +91,8 @@ class WorkItem:
     attempt: int = 1
     #: why earlier attempts ended (a retry's)
     reasons: tuple[str, ...] = ()
+    #: the runs of the earlier attempts, oldest first (their journal is replayed)
+    prior_runs: tuple[str, ...] = ()
     #: the event holding the webhook body (a drained or retried item's)
     body_event_id: int | None = None
 
@@ -118,6 +120,7 @@ class WorkItem:
         if self.attempt > 1:
             out["attempt"] = self.attempt
             out["reasons"] = list(self.reasons)
+            out["prior_runs"] = list(self.prior_runs)
         if self.body_event_id is not None:
             out["body_event_id"] = self.body_event_id
         return out
@@ -384,6 +387,8 @@ class PersonaRuntime:
             **base,
             "attempt": attempt + 1,
             "reasons": reasons,
+            # the runs whose journal the next attempt replays (charter.run.parking)
+            "prior_runs": [*[str(r) for r in run.get("prior_runs") or ()], lease["run_id"]],
             "not_before": not_before,
             "policy": "retry_after_lease_expired",
             "reason": "retry",
@@ -764,7 +769,15 @@ class PersonaRuntime:
         batch.emit(
             name,
             Kind.RUN_STARTED,
-            {**base, "run_id": run_id, "lease_id": lease_id, "budget_receipt_id": budget_id},
+            {
+                **base,
+                "run_id": run_id,
+                "lease_id": lease_id,
+                "budget_receipt_id": budget_id,
+                # a body no earlier event holds (work admitted without queueing): kept
+                # here, so that a retry after its process died is handed it too
+                **(_body(item) if hold and item.body_event_id is None and held_body(item) else {}),
+            },
         )
         if hold and running:
             # the caller starts the workflow at once: what its first heartbeat would have
@@ -1407,6 +1420,7 @@ class PersonaRuntime:
             coalesce_key=queued.get("coalesce_key"),
             attempt=int(queued.get("attempt") or 1),
             reasons=tuple(queued.get("reasons") or ()),
+            prior_runs=tuple(queued.get("prior_runs") or ()),
             body_event_id=queued.get("body_event_id")
             if queued.get("body_event_id") is not None
             else (queued["event_id"] if queued.get("has_body") else None),
@@ -1446,6 +1460,12 @@ class PersonaRuntime:
             return self._submit(batch, name, item, hold, None, False)
 
         return self._commit_or_raise(at, body, name, (f"handoff:{handoff_id}",))
+
+
+def held_body(item: WorkItem) -> bool:
+    """Whether a run of ``item`` could be retried and needs its body kept (a held trigger
+    or handoff run that carries one)."""
+    return item.body is not None and item.source in _RETRIED_SOURCES
 
 
 def _first_due(queue: Sequence[dict[str, Any]], at: datetime) -> dict[str, Any] | None:

@@ -29,6 +29,7 @@ _QUEUE_EXTRAS = (
     "delivery_id",
     "attempt",
     "reasons",
+    "prior_runs",
     "body_event_id",
     "not_before",
 )
@@ -36,6 +37,7 @@ _QUEUE_EXTRAS = (
 _RUN_EXTRAS = (
     "attempt",
     "reasons",
+    "prior_runs",
     "body_event_id",
     "delivery_id",
     "coalesce_key",
@@ -232,6 +234,8 @@ def apply(state: PersonaState, event: Event) -> None:
             "source": p.get("source"),
             "handoff_id": p.get("handoff_id"),
             **{k: p[k] for k in _RUN_EXTRAS if p.get(k) is not None},
+            # the body it started with (work admitted without queueing: see engine)
+            **({"body_event_id": event.event_id} if p.get("body") is not None else {}),
         }
         state.exhaustion = None
         if p.get("budget_receipt_id"):

@@ -293,6 +293,11 @@ def normalize_trigger(
             raise TriggerError("a webhook payload must be a JSON object")
         merged.update(metadata_from_payload(provider, payload))
     inferred = merged.pop("_kind", None)
+    if provider == "github" and inferred and not kind and payload is not None:
+        # a whole GitHub body without its X-GitHub-Event header (persona trigger --payload):
+        # the event from the body's shape, refined by its action as serve does, so that
+        # triggers match by event and action here too
+        inferred = github_kind(_github_event(inferred, payload), payload) or inferred
     merged.update({str(k): str(v) for k, v in (metadata or {}).items()})
     kind = (kind or inferred or "").strip().lower()
     if not kind:
@@ -332,6 +337,19 @@ def normalize_trigger(
     return NormalizedTrigger(provider, kind, family, key, merged, coalesce)
 
 
+def _github_event(shape: str, payload: Mapping[str, Any]) -> str:
+    """GitHub's event name for a body of ``shape`` (as :func:`metadata_from_payload`
+    found it)."""
+    if shape == "pull_request":
+        if isinstance(payload.get("review"), Mapping):
+            return "pull_request_review"
+        if isinstance(payload.get("comment"), Mapping):
+            return "pull_request_review_comment"
+    if shape == "issue":
+        return "issue_comment" if isinstance(payload.get("comment"), Mapping) else "issues"
+    return shape
+
+
 def _github_key(merged: Mapping[str, str], kind: str, family: str) -> tuple[str, str | None]:
     """A GitHub trigger's work key at the grain a persona acts on, and its coalesce key
     (docs/runtime.md, "Work keys of GitHub events")."""
@@ -367,6 +385,20 @@ def _github_key(merged: Mapping[str, str], kind: str, family: str) -> tuple[str,
     if action:
         return f"{base}:{action}" + (f":{sha}" if sha else ""), None
     return base, None
+
+
+def subject_of(work_key: str) -> str:
+    """What a work key is about, at the grain outcomes are reported: a pull request or
+    issue (``github:<repo>:pr:<number>``), a check (``github:<repo>:check:<id>``), a
+    Linear issue (``linear:issue:<identifier>``); other keys are their own subject. A
+    review's outcome (``review_submitted``) settles the proposal made on the pull
+    request's head, whose work key is finer (issue 31)."""
+    parts = work_key.split(":")
+    if parts[0] == "github" and len(parts) >= 4 and parts[2] in ("pr", "issue", "check"):
+        return ":".join(parts[:4])
+    if parts[0] == "linear" and len(parts) >= 3 and parts[1] == "issue":
+        return ":".join(parts[:3])
+    return work_key
 
 
 def delivery_id(

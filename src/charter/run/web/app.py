@@ -128,7 +128,19 @@ def build_app(
     async def hook(request: Request) -> Response:
         if server is None:
             return JSONResponse({"error": "webhooks are served by charter serve"}, 404)
-        body = await request.body()
+        # the size limit before the body is read whole (a 60 MB body was read and kept)
+        limit = int(getattr(server, "max_body_bytes", 0)) or None
+        declared = request.headers.get("content-length", "")
+        if limit is not None and declared.isdigit() and int(declared) > limit:
+            return JSONResponse({"error": f"body over {limit} bytes"}, 413)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if limit is not None and size > limit:
+                return JSONResponse({"error": f"body over {limit} bytes"}, 413)
+            chunks.append(chunk)
+        body = b"".join(chunks)
         code, out = await run_in_threadpool(
             server.accept_webhook, request.path_params["provider"], body, request.headers
         )

@@ -56,6 +56,14 @@ def run(ctx: Any) -> dict[str, Any]:
     for call in plan.get("calls", []):
         fn = {"look": look, "act": act}.get(call.get("stage"), plain)
         results.append(fn(ctx, call["tool"], call.get("args", {})))
+    hang = Path(ctx.workspace) / "hung"
+    if plan.get("hang_after_calls") and not hang.exists():
+        # the first attempt hangs after its calls (a test kills it there); a retry goes on
+        hang.write_text(ctx.run_id)
+        time.sleep(float(plan["hang_after_calls"]))
+    ctx_results = results  # (what the calls answered: replayed ones included)
+    if plan.get("report_results"):
+        (Path(ctx.workspace) / f"results-{ctx.run_id}.json").write_text(json.dumps(ctx_results))
     if plan.get("agent"):
         res = ctx.agent(
             plan["agent"], tools=plan.get("agent_tools"), escalate=plan.get("escalate", False)
