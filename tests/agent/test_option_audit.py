@@ -21,6 +21,7 @@ import pytest
 
 from charter.agent import MockProvider, agent_loop, make_tool, skill_define, skill_registry
 from charter.agent.compaction import compaction_policy
+from charter.agent.hooks import LoopHook
 from charter.agent.options import KNOWN_OPTIONS
 
 from .conftest import tc
@@ -130,6 +131,11 @@ def _claude() -> dict[str, Any]:
         "provider": WireMock(SCRIPT, route="anthropic", cycle=True),
         "model": "claude-sonnet-4-6",
     }
+
+
+class _Tagger(LoopHook):
+    async def before_model_call(self, run: Any, iteration: int) -> None:
+        run.system_tail["tagger"] = "HOOKED"
 
 
 def _beta(p: Any) -> str:
@@ -512,6 +518,7 @@ PROBES: dict[str, Probe] = {
         {"system_reminders": ["Never push to main."]},
         lambda r, p: "Never push to main." in _all_text(p),
     ),
+    "hooks": Probe({"hooks": [_Tagger()]}, lambda r, p: "HOOKED" in _sys0(p)),
     "output_schema": Probe(
         {"output_schema": SCHEMA},
         lambda r, p: "data" in r.to_dict(),

@@ -7,6 +7,7 @@ Every tool dispatch (MCP tools, skill activation and delegation included) is dec
 from __future__ import annotations
 
 from .approvals import PermissionRequest
+from .audit import AuditSinkHook
 from .builtins import builtin_tools
 from .callers import (
     CircuitBreaker,
@@ -116,6 +117,7 @@ __all__ = [
     "daemon_stop",
     "daemon_trigger",
     "PermissionRequest",
+    "AuditSinkHook",
     "SessionStore",
     "agent_session_clear_scratchpad",
     "agent_session_delete",

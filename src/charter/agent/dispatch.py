@@ -334,6 +334,11 @@ class Dispatcher:
     ) -> ToolOutcome:
         call, decision = ready
         audit = value.get("audit", {}) if isinstance(value, dict) else {}
+        recorded = _decision_dict(decision)
+        if status in ("permission_denied", "scope_violation") and isinstance(value, dict):
+            # the stack allowed it and a gate (approvals, a scoped executor) refused it:
+            # the record says who refused and why, not "allowed by all N frame(s)"
+            recorded = _refusal(value, recorded, status)
         return ToolOutcome(
             req.id,
             call.name,
@@ -342,7 +347,7 @@ class Dispatcher:
             value,
             render(value),
             error,
-            _decision_dict(decision),
+            recorded,
             attempts,
             (time.perf_counter() - started) * 1000,
             audit if isinstance(audit, dict) else {},
@@ -382,6 +387,25 @@ def _decision_dict(decision: Decision) -> dict[str, Any]:
 
 
 _DICTS: dict[int, tuple[Decision, dict[str, Any]]] = {}
+
+
+def _refusal(receipt: dict[str, Any], allowed: dict[str, Any], status: str) -> dict[str, Any]:
+    """The decision record of a call the stack allowed and a gate then refused: the
+    gate's receipt (``policyDecision`` of an approval rule, or a scope violation's frame,
+    dimension and rule) in the shape of :meth:`charter.policy.Decision.to_dict`."""
+    approval = receipt.get("policyDecision")
+    approval = approval if isinstance(approval, dict) else {}
+    label = receipt.get("frame") or approval.get("policy")
+    kind = "approval" if approval else "scope"
+    return {
+        "decision": "deny",
+        "tool": allowed.get("tool"),
+        "reason": str(receipt.get("reason") or approval.get("rationale") or status),
+        "frame": None if label is None else {"index": None, "label": label, "kind": kind},
+        "dimension": receipt.get("dimension") or ("approval" if approval else None),
+        "rule": receipt.get("rule") or approval.get("rule"),
+        "subject": allowed.get("subject"),
+    }
 
 
 #: Result types that are never awaitable: a handler's usual answers skip the ABC check.

@@ -9,6 +9,7 @@ from .approvals import approvals_hook
 from .compaction import compaction_hook
 from .daemon import daemon_hook
 from .delegation import skill_tool
+from .hooks import LoopHook
 from .narrowing import narrowing_hook, progress_hook
 from .options import AgentOptionError
 from .reminders import reminders_hook
@@ -56,6 +57,11 @@ async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.Asyn
     narrowing = narrowing_hook(options.get("tool_surface_narrowing"))
     if narrowing is not None:
         run.hooks.add(narrowing)
+    extra = options.get("hooks") or ()
+    if not isinstance(extra, (list, tuple)) or not all(isinstance(h, LoopHook) for h in extra):
+        raise AgentOptionError("hooks", "expected a list of charter.agent.LoopHook instances")
+    for hook in extra:
+        run.hooks.add(hook)
     check_unique(tools, run.cfg.tools)  # before any hook starts: a clash is a set-up error
     run.all_tools = tools
     await run.hooks.on_start(run, stack)

@@ -552,6 +552,7 @@ class _Run:
                 outcomes = await self.dispatcher.dispatch(calls)
                 saw_tool_result = True
                 self.record_outcomes(iteration, outcomes, native_ids)
+                await self.hooks.after_dispatch(self, iteration, outcomes)
                 stall_check(self, iteration, calls)
             turn_info["tool_count"] = len(outcomes)
 

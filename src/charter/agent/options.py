@@ -135,6 +135,8 @@ KNOWN_OPTIONS: dict[str, Any] = {
     "consolidate_on_idle": False,
     "idle_watchdog_attempts": None,
     "system_reminders": None,
+    # features as values (charter.agent.hooks.LoopHook instances), after the built-in ones
+    "hooks": None,
 }
 
 TOOL_FORMATS = ("native", "text", "none")

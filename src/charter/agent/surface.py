@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from charter.policy import current_stack, decide_current_resource
+from charter.policy import ToolCall, current_stack, decide_current_visibility
 
 from .providers.base import LlmRequest, new_request
 from .textmode import tool_contract
@@ -80,7 +80,11 @@ def effective_system(run: Any, tools: list[Tool]) -> str | None:
 
 
 def visible_tools(run: Any, tools: list[Tool]) -> list[Tool]:
-    """The tool surface the model sees: tools the active stack allows by name.
+    """The tool surface the model sees: tools the active stack may offer, by the same
+    visibility decision launch uses (name, MCP server and side-effect level, see
+    :func:`charter.policy.decide_visibility`): a tool above the level ceiling is not
+    offered only to be denied. Hiding is not enforcing: every call is still decided at
+    dispatch, arguments included.
 
     Recomputed only when the stack (the same tuple object until a frame is pushed or
     popped), the tools (by identity) or the narrowed set changed; turns in between reuse it.
@@ -98,7 +102,8 @@ def visible_tools(run: Any, tools: list[Tool]) -> list[Tool]:
     visible = [
         t
         for t in tools
-        if t.name.lower() not in hidden and decide_current_resource("tools", t.name).allowed
+        if t.name.lower() not in hidden
+        and decide_current_visibility(ToolCall(t.name, {}, t.annotations)).allowed
     ]
     run._visible = (stack, tuple(map(id, tools)), frozenset(hidden), visible)
     run._schemas = None
