@@ -23,12 +23,14 @@ from charter.policy import (
 from charter.policy.names import canonical_name
 
 from . import telemetry
+from .arguments import InvalidArguments, Validator, from_schema
 from .providers.base import ToolCallRequest
 from .tools import Tool
 
 Executor = Callable[[ToolCall], Any]
 ToolCallerMiddleware = Callable[[Executor], Executor]
 
+_UNSET = object()
 REJECTED_STATUSES = frozenset({"permission_denied", "scope_violation", "error", "unknown_tool"})
 
 
@@ -150,6 +152,18 @@ class Dispatcher:
             executor = gate(executor)
         self.executor: Executor = executor
         self._templates: dict[str, tuple[str, Tool | None, ToolCall]] = {}
+        self._validators: dict[str, Any] = {}  # a call's name -> its tool's validator
+
+    def _validator_for(self, name: str) -> Validator | None:
+        """The validator of the tool ``name`` calls (``None``: nothing to check)."""
+        tool = self.registry.get(canonical_name(name))
+        found: Validator | None = None
+        if tool is not None:
+            found = tool.validator or from_schema(tool.parameters, tool.name)
+        if len(self._validators) >= 256:
+            self._validators.clear()
+        self._validators[name] = found
+        return found
 
     def annotations_for(self, name: str) -> ToolAnnotations:
         tool = self.registry.get(canonical_name(name))
@@ -235,6 +249,15 @@ class Dispatcher:
             return ToolOutcome(
                 req.id, req.name or "<invalid>", args, "error", bad, render(bad), req.parse_error
             )
+        validate = self._validators.get(req.name, _UNSET)
+        if validate is _UNSET:
+            validate = self._validator_for(req.name)
+        invalid: InvalidArguments | None = None
+        if validate is not None:
+            try:
+                args = validate(args)  # the policy decides what the handler will receive
+            except InvalidArguments as exc:
+                invalid = exc  # a denial of the raw arguments still wins (below)
         call = self._call_for(req.name, args)
         t0 = time.perf_counter_ns()
         decision = decide_current(call, context=self.context)
@@ -253,6 +276,19 @@ class Dispatcher:
                 decision.to_dict(),
                 0,
                 (time.perf_counter() - started) * 1000,
+            )
+        if invalid is not None:
+            # never into the handler: back to the model as a retryable error naming the field
+            bad = invalid.observation()
+            return ToolOutcome(
+                req.id,
+                call.name,
+                args,
+                "error",
+                bad,
+                render(bad),
+                str(invalid),
+                decision.to_dict(),
             )
         if call.name not in self.registry:
             err: dict[str, Any] = {
