@@ -81,6 +81,17 @@ from .simusers import (
 )
 from .skills import SkillMatch, SkillRegistry, skill_define, skill_registry
 from .snapshots import load_snapshot, resume_agent, suspend_agent
+from .streaming import (
+    AgentEvent,
+    FinalResult,
+    LoopEvent,
+    PermissionDenied,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    agent_stream,
+)
 from .subagents import (
     SubAgentRequest,
     TokenLedger,
@@ -118,6 +129,15 @@ __all__ = [
     "daemon_trigger",
     "PermissionRequest",
     "AuditSinkHook",
+    "AgentEvent",
+    "FinalResult",
+    "LoopEvent",
+    "PermissionDenied",
+    "ReasoningDelta",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "agent_stream",
     "SessionStore",
     "agent_session_clear_scratchpad",
     "agent_session_delete",

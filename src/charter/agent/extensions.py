@@ -16,6 +16,7 @@ from .reminders import reminders_hook
 from .scratchpad import scratchpad_hook
 from .sessions import SessionHook, open_store
 from .skills import skills_hook
+from .streaming import stream_hook
 from .suspension import SuspensionHook
 from .tools import Tool
 from .toolsets import check_unique
@@ -57,11 +58,15 @@ async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.Asyn
     narrowing = narrowing_hook(options.get("tool_surface_narrowing"))
     if narrowing is not None:
         run.hooks.add(narrowing)
+    streaming = stream_hook()  # last: it reports only calls no earlier hook held back
     extra = options.get("hooks") or ()
     if not isinstance(extra, (list, tuple)) or not all(isinstance(h, LoopHook) for h in extra):
         raise AgentOptionError("hooks", "expected a list of charter.agent.LoopHook instances")
     for hook in extra:
         run.hooks.add(hook)
+    if streaming is not None:
+        run.hooks.add(streaming)
+        run.stream = streaming
     check_unique(tools, run.cfg.tools)  # before any hook starts: a clash is a set-up error
     run.all_tools = tools
     await run.hooks.on_start(run, stack)

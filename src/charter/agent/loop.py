@@ -307,11 +307,14 @@ class _Run:
         self._schemas: tuple[list[Tool], list[dict[str, Any]]] | None = None
         self.verify_vetoes = 0
         self.schema_attempts = 0
+        self.stream: Any = None  # the StreamHook, under agent_stream
 
     # -- helpers --------------------------------------------------------------------
 
     def event(self, kind: str, **data: Any) -> None:
         self.events.append({"type": kind, **data})
+        if self.stream is not None:  # agent_stream is listening
+            self.stream.loop_event(kind, data)
 
     def required_missing(self) -> list[str | list[str]]:
         ok = set(self.tool_stats.successful)

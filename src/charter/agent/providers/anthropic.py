@@ -10,6 +10,7 @@ import os
 from typing import Any
 
 from .. import reasoning
+from ..streaming import current_sink, emit_reasoning, emit_text
 from ._errors import parse_arguments, sdk_error
 from ._sdk import fit_to_sdk
 from .base import LlmRequest, LlmResponse, ProviderError, ToolCallRequest
@@ -131,7 +132,7 @@ class AnthropicProvider:
         import anthropic
 
         try:
-            if self.stream:
+            if self.stream or current_sink() is not None:  # agent_stream listens
                 return await self._stream(request)
             message = await self.client().messages.create(**self.payload(request))
         except ProviderError:
@@ -189,10 +190,12 @@ class AnthropicProvider:
                 delta = event.delta
                 if delta.type == "text_delta":
                     text.append(delta.text)
+                    emit_text(delta.text)
                 elif delta.type == "input_json_delta":
                     blocks[event.index]["json"] += delta.partial_json
                 elif delta.type == "thinking_delta":
                     thoughts[event.index]["thinking"] += delta.thinking
+                    emit_reasoning(delta.thinking)
                 elif delta.type == "signature_delta":
                     thoughts[event.index]["signature"] += delta.signature
             elif kind == "message_delta":

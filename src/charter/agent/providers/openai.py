@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from .. import reasoning
+from ..streaming import current_sink, emit_reasoning, emit_text
 from ._errors import parse_arguments, sdk_error
 from ._sdk import fit_to_sdk
 from .base import LlmRequest, LlmResponse, ProviderError, ToolCallRequest
@@ -73,10 +74,13 @@ class OpenAIProvider:
     async def complete(self, request: LlmRequest) -> LlmResponse:
         import openai
 
+        streaming = self.stream or current_sink() is not None  # agent_stream listens
         try:
             if self.api == "responses":
+                if streaming:
+                    return await self._responses_stream(request)
                 return await self._responses(request)
-            if self.stream:
+            if streaming:
                 return await self._chat_stream(request)
             return await self._chat(request)
         except ProviderError:
@@ -173,6 +177,13 @@ class OpenAIProvider:
                 delta = choice.delta
                 if delta.content:
                     text.append(delta.content)
+                    emit_text(delta.content)
+                # OpenAI-compatible servers (vLLM, Ollama, DeepSeek) stream reasoning here
+                thought = getattr(delta, "reasoning_content", None) or getattr(
+                    delta, "reasoning", None
+                )
+                if isinstance(thought, str):
+                    emit_reasoning(thought)
                 for tc in delta.tool_calls or []:
                     slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
                     if tc.id:
@@ -237,8 +248,47 @@ class OpenAIProvider:
 
         return fit_to_sdk(payload, AsyncResponses.create)
 
+    async def _responses_stream(self, request: LlmRequest) -> LlmResponse:
+        stream = await self.client().responses.create(
+            **self._responses_payload(request), stream=True
+        )
+        final: Any = None
+        async for event in stream:
+            kind = getattr(event, "type", "")
+            if kind == "response.output_text.delta":
+                emit_text(event.delta)
+            elif kind in (
+                "response.reasoning_summary_text.delta",
+                "response.reasoning_text.delta",
+            ):
+                emit_reasoning(event.delta)
+            elif kind in ("response.completed", "response.incomplete"):
+                final = event.response
+            elif kind in ("response.failed", "error"):
+                detail = getattr(getattr(event, "response", None), "error", None) or event
+                raise ProviderError(
+                    str(getattr(detail, "message", None) or detail),
+                    category="server",
+                    reason="stream_failed",
+                    kind="ResponseFailed",
+                    provider=self.name,
+                )
+        if final is None:
+            raise ProviderError(
+                "the Responses stream ended without response.completed",
+                category="protocol",
+                reason="truncated_stream",
+                kind="TruncatedStream",
+                retryable=True,
+                provider=self.name,
+            )
+        return self._from_response(final)
+
     async def _responses(self, request: LlmRequest) -> LlmResponse:
         response = await self.client().responses.create(**self._responses_payload(request))
+        return self._from_response(response)
+
+    def _from_response(self, response: Any) -> LlmResponse:
         text: list[str] = []
         calls = []
         for item in response.output or []:
