@@ -20,12 +20,16 @@ from .streaming import stream_hook
 from .suspension import SuspensionHook
 from .tools import Tool
 from .toolsets import check_unique
+from .tracing import trace_hook
 from .turn_review import review_hooks
 
 
 async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.AsyncExitStack) -> None:
     """Add the hooks (and their tools) the options ask for, then start them."""
     options = run.cfg.options
+    tracing = trace_hook()
+    if tracing is not None:  # first: every later hook's spans are the run's children
+        run.hooks.add(tracing)
     if run.cfg.continue_session:  # first: later hooks read run.session on start
         run.hooks.add(SessionHook(open_store(options.get("session_store")), run.cfg.session_id))
     elif options.get("session_store") is not None:

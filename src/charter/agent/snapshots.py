@@ -24,6 +24,7 @@ from typing import Any
 
 from charter.policy import Policy
 
+from . import telemetry
 from .options import AgentOptionError
 from .subagents import _jsonable, sub_agent_request, sub_agent_transcript
 from .tools import Tool
@@ -112,6 +113,8 @@ def write_snapshot(
         "options": {k: v for k, v in req.options.items() if _jsonable(v)},
         "cycles": len(worker.cycles),
         "suspended_at": time.time(),
+        # the run's trace, continued by whoever resumes it (any process)
+        "trace_context": telemetry.inject(),
     }
     target = Path(path) if path is not None else default_dir() / f"{worker.id}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -183,10 +186,11 @@ async def resume_agent(
         session_id=f"{str(snap.get('session_id') or snap['id']).split('.')[0]}.r",
         **opts,
     )
-    return await spawn_request(
-        req,
-        str(snap.get("transcript_mode") or "inherit"),
-        pool=pool,
-        worker_id=str(snap["id"]),
-        messages=messages,
-    )
+    with telemetry.attached(snap.get("trace_context")):  # the worker task copies it
+        return await spawn_request(
+            req,
+            str(snap.get("transcript_mode") or "inherit"),
+            pool=pool,
+            worker_id=str(snap["id"]),
+            messages=messages,
+        )
