@@ -215,11 +215,11 @@ class _Config:
         ):
             raise AgentOptionError("max_verify_attempts", "expected a positive integer")
         self.max_verify_attempts: int | None = verify_cap
-        self.output_schema: Mapping[str, Any] | None = None
+        self.output_schema: Any = None  # an OutputSpec (charter.agent.typed_output)
         if o.get("output_schema") is not None:
-            from .output_schema import check_schema
+            from .typed_output import OutputSpec
 
-            self.output_schema = check_schema(o["output_schema"])
+            self.output_schema = OutputSpec.parse(o["output_schema"])
         self.schema_retries: int = (
             o["schema_retries"]
             if o.get("schema_retries") is not None
@@ -308,6 +308,7 @@ class _Run:
         self.verify_vetoes = 0
         self.schema_attempts = 0
         self.stream: Any = None  # the StreamHook, under agent_stream
+        self.output: Any = None  # the validated output_schema object
 
     # -- helpers --------------------------------------------------------------------
 
@@ -800,6 +801,7 @@ class _Run:
                 **self.transcript_extra,
             },
             extras=self.extras,
+            output=self.output,
         )
 
 
@@ -912,6 +914,7 @@ async def agent_turn_async(prompt: str, **options: Any) -> TurnResult:
         trace=base.trace,
         transcript=base.transcript,
         extras=base.extras,
+        output=base.output,
         iterations=[dict(t) for t in run.turns],
         judge_decisions=decisions,
     )

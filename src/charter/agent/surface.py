@@ -28,6 +28,8 @@ def next_request(run: Any, iteration: int, all_tools: list[Tool]) -> LlmRequest:
     messages, system = run.prompt_messages(iteration, system)
     llm_options = {**cfg.llm_options, **run.next_llm_options}
     run.next_llm_options = {}
+    if cfg.output_schema is not None:  # providers lower it to native structured output
+        llm_options["output_schema"] = cfg.output_schema.native()
     model, run.next_model = run.next_model or cfg.model, None
     return new_request(
         model,
@@ -62,6 +64,7 @@ def effective_system(run: Any, tools: list[Tool]) -> str | None:
         or run.active_skills
         or cfg.scope is not None
         or run.system_tail
+        or cfg.output_schema is not None
     ):
         return run.system or None  # the caller's prompt alone (what joining it gives)
     parts = [run.system] if run.system else []
@@ -75,6 +78,8 @@ def effective_system(run: Any, tools: list[Tool]) -> str | None:
         block = cfg.scope.prompt_block()
         if block:
             parts.append(block)
+    if cfg.output_schema is not None:
+        parts.append(cfg.output_schema.instruction())
     parts.extend(v for v in run.system_tail.values() if v)
     return "\n\n".join(parts) if parts else None
 

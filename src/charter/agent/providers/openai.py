@@ -135,7 +135,17 @@ class OpenAIProvider:
             if key in options:
                 payload[key] = options[key]
         payload.update(lowered.params)
-        _extra(payload, options, ("tool_choice", "stream", "stream_options"))
+        native = options.get("output_schema")
+        if isinstance(native, dict):  # typed output: OpenAI's structured outputs
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": native["name"],
+                    "schema": native["schema"],
+                    "strict": native["strict"],
+                },
+            }
+        _extra(payload, options, ("tool_choice", "stream", "stream_options", "output_schema"))
         from openai.resources.chat.completions import AsyncCompletions
 
         return fit_to_sdk(payload, AsyncCompletions.create)
@@ -243,7 +253,17 @@ class OpenAIProvider:
         if "max_tokens" in options:  # the Responses API's name for the same limit
             payload["max_output_tokens"] = options.pop("max_tokens")
         payload.update(lowered.params)
-        _extra(payload, options, ("tool_choice", "stream"))
+        native = options.get("output_schema")
+        if isinstance(native, dict):  # typed output: the Responses API's text.format
+            payload["text"] = {
+                "format": {
+                    "type": "json_schema",
+                    "name": native["name"],
+                    "schema": native["schema"],
+                    "strict": native["strict"],
+                }
+            }
+        _extra(payload, options, ("tool_choice", "stream", "output_schema"))
         from openai.resources.responses import AsyncResponses
 
         return fit_to_sdk(payload, AsyncResponses.create)
