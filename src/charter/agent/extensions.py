@@ -38,7 +38,7 @@ async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.Asyn
     daemon = daemon_hook(options)
     if daemon is not None:
         run.hooks.add(daemon)
-    compaction = compaction_hook(options, run.cfg.model)
+    compaction = compaction_hook(options, run.cfg.model, run.provider)
     if compaction is not None:  # before the scratchpad: it recites after compaction
         run.hooks.add(compaction)
         run.compaction = compaction

@@ -71,6 +71,40 @@ class OpenAIProvider:
             )
         return self._client
 
+    async def context_window(self, model: str | None) -> int | None:
+        """The model's context window as the server reports it (Ollama's ``/api/show``:
+        the ``num_ctx`` the model is served with, else its ``<arch>.context_length``);
+        ``None`` where the API does not say (OpenAI's models endpoint has no window)."""
+        if self.name != "ollama" or not model:
+            return None
+        import asyncio
+        import urllib.request
+
+        base = (self.base_url or "").rstrip("/")
+        base = base[: -len("/v1")] if base.endswith("/v1") else base
+
+        def show() -> dict[str, Any]:
+            body = json.dumps({"model": model}).encode()
+            req = urllib.request.Request(
+                f"{base}/api/show", body, {"content-type": "application/json"}
+            )
+            with urllib.request.urlopen(req, timeout=self.timeout) as reply:
+                data: dict[str, Any] = json.loads(reply.read())
+                return data
+
+        try:
+            info = await asyncio.to_thread(show)
+        except (OSError, ValueError):
+            return None
+        for line in str(info.get("parameters") or "").splitlines():
+            key, _, value = line.strip().partition(" ")
+            if key == "num_ctx" and value.strip().isdigit():
+                return int(value.strip())
+        details = info.get("model_info") or {}
+        arch = details.get("general.architecture")
+        length = details.get(f"{arch}.context_length") if arch else None
+        return int(length) if isinstance(length, int) and length > 0 else None
+
     async def complete(self, request: LlmRequest) -> LlmResponse:
         import openai
 
