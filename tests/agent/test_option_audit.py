@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from charter.agent import MockProvider, agent_loop, make_tool, skill_define, skill_registry
+from charter.agent.audit import AuditSinkHook
 from charter.agent.compaction import compaction_policy
 from charter.agent.hooks import LoopHook
 from charter.agent.options import KNOWN_OPTIONS
@@ -131,6 +132,26 @@ def _claude() -> dict[str, Any]:
         "provider": WireMock(SCRIPT, route="anthropic", cycle=True),
         "model": "claude-sonnet-4-6",
     }
+
+
+class _SeenAt(AuditSinkHook):
+    """An audit sink noting how many model requests had gone out when it was written."""
+
+    def __init__(self) -> None:
+        super().__init__(self.record)
+        self.seen: list[int] = []
+        self.provider: Any = None
+
+    async def on_start(self, run: Any, stack: Any) -> None:
+        self.provider = run.provider
+        self.background = False  # each run decides again (the probe reuses this hook)
+        await super().on_start(run, stack)
+
+    def record(self, entry: dict[str, Any]) -> None:
+        self.seen.append(len(self.provider.requests))
+
+
+_SEEN_AT = _SeenAt()
 
 
 class _Tagger(LoopHook):
@@ -519,6 +540,16 @@ PROBES: dict[str, Probe] = {
         lambda r, p: "Never push to main." in _all_text(p),
     ),
     "hooks": Probe({"hooks": [_Tagger()]}, lambda r, p: "HOOKED" in _sys0(p)),
+    "subagents": Probe({"subagents": True}, lambda r, p: "subagent_pause" in _tool_names(p)),
+    "subagent_tools": Probe(
+        {"subagent_tools": True}, lambda r, p: "subagent_resume" in _tool_names(p)
+    ),
+    "prefetch_next_turn": Probe(
+        {"hooks": [_SEEN_AT], "prefetch_next_turn": True},
+        # flushed in the background: by then the next turn's request had gone out
+        lambda r, p: _SEEN_AT.seen[-1] == 2,
+        base={"hooks": [_SEEN_AT]},
+    ),
     "output_schema": Probe(
         {"output_schema": SCHEMA},
         lambda r, p: "data" in r.to_dict(),

@@ -6,6 +6,7 @@ import contextlib
 from typing import Any
 
 from .approvals import approvals_hook
+from .audit import AuditSinkHook
 from .compaction import compaction_hook
 from .daemon import daemon_hook
 from .delegation import skill_tool
@@ -56,6 +57,19 @@ async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.Asyn
     if progress is not None:
         run.hooks.add(progress)
         tools.append(progress.tool())
+    lifecycle = [k for k in ("subagents", "subagent_tools") if options.get(k) is not None]
+    for key in lifecycle:
+        if not isinstance(options[key], bool):
+            raise AgentOptionError(key, f"expected true or false, got {options[key]!r}")
+    if any(options[k] for k in lifecycle):
+        from .workers import agent_lifecycle_tools
+
+        # workers the model spawns get this loop's own tools, provider and model; the
+        # parent may pause, resume (with input) and stop them
+        defaults = {"provider": run.provider}
+        if run.cfg.model is not None:
+            defaults["model"] = run.cfg.model
+        tools.extend(agent_lifecycle_tools(run.cfg.tools, subagents=True, **defaults))
     run.hooks.add(SuspensionHook())
     for hook in review_hooks(options, run.cfg.done_judge):
         run.hooks.add(hook)
@@ -68,6 +82,12 @@ async def install_extensions(run: Any, tools: list[Tool], stack: contextlib.Asyn
         raise AgentOptionError("hooks", "expected a list of charter.agent.LoopHook instances")
     for hook in extra:
         run.hooks.add(hook)
+    if options.get("prefetch_next_turn") and not any(
+        isinstance(h, AuditSinkHook) for h in run.hooks.hooks
+    ):
+        raise AgentOptionError(
+            "prefetch_next_turn", "needs an audit sink to flush (hooks=[AuditSinkHook(...)])"
+        )
     if streaming is not None:
         run.hooks.add(streaming)
         run.stream = streaming

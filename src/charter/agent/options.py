@@ -137,6 +137,12 @@ KNOWN_OPTIONS: dict[str, Any] = {
     "system_reminders": None,
     # features as values (charter.agent.hooks.LoopHook instances), after the built-in ones
     "hooks": None,
+    # parent-side worker control (seed 001): the lifecycle tools with subagent_pause /
+    # subagent_resume / subagent_stop
+    "subagents": False,
+    "subagent_tools": False,
+    # audit sinks flush in the background while the next turn starts (drained at the end)
+    "prefetch_next_turn": False,
 }
 
 TOOL_FORMATS = ("native", "text", "none")
