@@ -540,6 +540,16 @@ PROBES: dict[str, Probe] = {
         lambda r, p: "Never push to main." in _all_text(p),
     ),
     "hooks": Probe({"hooks": [_Tagger()]}, lambda r, p: "HOOKED" in _sys0(p)),
+    "prompts": Probe(
+        {"loop_until_done": True, "prompts": {"agent.loop_contract": {"text": "FINISH-LIKE-X"}}},
+        lambda r, p: "FINISH-LIKE-X" in _sys0(p),
+        base={"loop_until_done": True},
+    ),
+    "prompt_overrides": Probe(
+        {"loop_until_done": True, "prompt_overrides": {"agent.loop_contract": {"text": "PO"}}},
+        lambda r, p: _sys0(p).endswith("PO"),
+        base={"loop_until_done": True},
+    ),
     "subagents": Probe({"subagents": True}, lambda r, p: "subagent_pause" in _tool_names(p)),
     "subagent_tools": Probe(
         {"subagent_tools": True}, lambda r, p: "subagent_resume" in _tool_names(p)

@@ -27,7 +27,7 @@ from .directives import apply_directive
 from .dispatch import Dispatcher, ToolOutcome
 from .extensions import install_extensions
 from .hooks import CombinedHooks
-from .judges import JudgeConfig
+from .judges import JUDGE_SYSTEM, JudgeConfig
 from .modelcall import ModelCalls
 from .options import (
     AgentOptionError,
@@ -38,6 +38,7 @@ from .options import (
     validate_simple,
 )
 from .projection import projections
+from .prompts import parse_prompts
 from .providers import LlmRequest, LlmResponse, Provider, ProviderError, get_provider
 from .providers.base import ToolCallRequest
 from .reasoning import fold_options as fold_reasoning
@@ -165,6 +166,10 @@ class _Config:
             "verify_completion_judge", o.get("verify_completion_judge"), 5
         )
         self.done_judge = JudgeConfig.parse("done_judge", o.get("done_judge"), None)
+        self.prompts = parse_prompts(o)  # agent.* prompt overrides
+        for judge in (self.verify_judge, self.done_judge):
+            if judge is not None and judge.system == JUDGE_SYSTEM:
+                judge.system = self.prompts.render("agent.completion_judge_system", judge.system)
         turn_policy = o.get("turn_policy") or {}
         if not isinstance(turn_policy, Mapping) or set(turn_policy) - {
             "require_action_or_yield",
@@ -644,7 +649,12 @@ class _Run:
                 message = (
                     self.next_nudge
                     or cfg.nudge
-                    or _default_nudge(cfg.fmt, cfg.sentinel or cfg.yield_marker, allow_sentinel)
+                    or cfg.prompts.render(
+                        "agent.nudge",
+                        _default_nudge(cfg.fmt, cfg.sentinel or cfg.yield_marker, allow_sentinel),
+                        fmt=cfg.fmt,
+                        sentinel=cfg.sentinel or cfg.yield_marker,
+                    )
                 )
                 self.messages.append({"role": "user", "content": message})
             self.next_nudge = None

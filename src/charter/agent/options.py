@@ -143,6 +143,9 @@ KNOWN_OPTIONS: dict[str, Any] = {
     "subagent_tools": False,
     # audit sinks flush in the background while the next turn starts (drained at the end)
     "prefetch_next_turn": False,
+    # the loop's own prompts by logical id (charter.agent.prompts)
+    "prompts": None,
+    "prompt_overrides": None,
 }
 
 TOOL_FORMATS = ("native", "text", "none")

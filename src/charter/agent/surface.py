@@ -68,10 +68,18 @@ def effective_system(run: Any, tools: list[Tool]) -> str | None:
     ):
         return run.system or None  # the caller's prompt alone (what joining it gives)
     parts = [run.system] if run.system else []
+    prompts = cfg.prompts  # agent.* overrides (charter.agent.prompts)
     if cfg.loop_until_done:
-        parts.append(loop_contract(cfg.fmt, cfg.sentinel))
+        contract = loop_contract(cfg.fmt, cfg.sentinel)
+        parts.append(
+            prompts.render("agent.loop_contract", contract, fmt=cfg.fmt, sentinel=cfg.sentinel)
+        )
     if cfg.fmt == "text" and tools:
-        parts.append(tool_contract([t.schema() for t in tools], cfg.sentinel))
+        schemas = [t.schema() for t in tools]
+        text = tool_contract(schemas, cfg.sentinel)
+        parts.append(
+            prompts.render("agent.tool_contract_text", text, tools=schemas, sentinel=cfg.sentinel)
+        )
     for skill in run.active_skills:
         parts.append(f'<skill name="{skill.name}">\n{skill.prompt}\n</skill>')
     if cfg.scope is not None:
