@@ -68,7 +68,7 @@ async def suspend_agent(
         "handle": worker.handle(),
         "reason": reason,
         "initiator": initiator,
-        "conditions": None,
+        "conditions": worker.resume_when,
         "iterations_completed": int(((last or {}).get("llm") or {}).get("iterations", 0)),
         "snapshot_path": str(target),
     }
@@ -99,7 +99,7 @@ def write_snapshot(
         "status": "suspended",
         "reason": reason,
         "initiator": initiator,
-        "conditions": None if conditions is None else dict(conditions),
+        "conditions": dict(conditions) if conditions is not None else worker.resume_when,
         "task": req.task,
         "pending_task": req.task if interrupted else None,
         "system": req.system,

@@ -79,6 +79,7 @@ class Worker:
     granted: int | None = None
     parent_id: str | None = None
     worktree: Worktree | None = None
+    resume_when: dict[str, Any] | None = None
     cycles: list[dict[str, Any]] = field(default_factory=list)
     task: asyncio.Task[dict[str, Any]] | None = field(default=None, repr=False)
     created_at: float = field(default_factory=time.time)
@@ -105,6 +106,7 @@ class Worker:
             "worktree": None if self.worktree is None else self.worktree.to_dict(),
             "summary": None if last is None else last.get("summary"),
             "created_at": self.created_at,
+            "resume_when": self.resume_when,
         }
 
 
@@ -158,7 +160,7 @@ def _parse(config: Mapping[str, Any]) -> tuple[SubAgentRequest, str]:
     extra = config.get("options") or {}
     if not isinstance(extra, Mapping):
         raise AgentOptionError("spawn_agent.options", "expected a dict of agent_loop options")
-    opts: dict[str, Any] = dict(extra)
+    opts: dict[str, Any] = {k: v for k, v in extra.items() if k != "resume_when"}
     for key in (
         "name",
         "system",
@@ -223,15 +225,39 @@ def _start(
     worker.task = asyncio.get_running_loop().create_task(body(), name=f"charter-{worker.id}")
 
 
+def _resume_when(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``options.resume_when``: the ResumeConditions shape self-parking uses."""
+    from .suspension import parse_resume_conditions
+
+    extra = config.get("options") if isinstance(config, Mapping) else None
+    if not isinstance(extra, Mapping) or extra.get("resume_when") is None:
+        return None
+    try:
+        return parse_resume_conditions(extra["resume_when"])
+    except AgentOptionError as exc:  # name the path inside the worker config
+        raise AgentOptionError(
+            f"spawn_agent.options.resume_when{exc.option.removeprefix('resume_conditions')}",
+            str(exc).partition(f"'{exc.option}': ")[2],
+        ) from None
+
+
 async def spawn_agent(
     config: Mapping[str, Any], *, pool: WorkerPool | None = None
 ) -> dict[str, Any]:
     """Start a worker from ``{task, name?, system?, tools?, allowed_tools?, policy?,
-    token_budget?, returns?, carry?, provider?, model?, options?}``; return its handle."""
+    token_budget?, returns?, carry?, provider?, model?, options?, execution?}``; return
+    its handle. ``options.resume_when`` (``{trigger?, timeout?, on_event?}``, validated
+    by :func:`~charter.agent.suspension.parse_resume_conditions`) is kept on the worker
+    and becomes the ``conditions`` of a snapshot that names none."""
+    resume_when = _resume_when(config)
     execution = parse_execution(config.get("execution")) if isinstance(config, Mapping) else None
     if execution is None:
         req, mode = _parse(config)
-        return await spawn_request(req, mode, pool=pool)
+        handle = await spawn_request(req, mode, pool=pool)
+        if resume_when is not None:
+            (pool or _POOL).workers[handle["id"]].resume_when = resume_when
+            handle["resume_when"] = resume_when
+        return handle
     worker_id = f"worker_{uuid.uuid4().hex[:12]}"
     tree = create_worktree(execution, worker_id)
     try:
@@ -246,6 +272,7 @@ async def spawn_agent(
         raise
     worker = (pool or _POOL).workers[worker_id]
     worker.worktree = tree
+    worker.resume_when = resume_when
     return worker.handle()
 
 
