@@ -63,44 +63,60 @@ def _strip_titles(schema: Any) -> Any:
 
 
 def from_signature(func: Callable[..., Any], name: str) -> tuple[dict[str, Any], Validator]:
-    """The JSON schema of ``func``'s keyword parameters and a validator for them."""
+    """The JSON schema of ``func``'s keyword parameters and a validator for them.
+
+    The arguments are validated as a ``TypedDict`` of the signature (required keys for
+    parameters without a default): the validator returns a plain dict of the validated
+    values, and a parameter the call omits is left to the function's own default (it is
+    also stated in the schema)."""
     import pydantic
+    import typing_extensions
+
+    # typing_extensions' TypedDict: pydantic needs it before Python 3.12
+    typed_dict: Any = typing_extensions.TypedDict
+    not_required: Any = typing_extensions.NotRequired
 
     try:
         hints = typing.get_type_hints(func, include_extras=True)
     except Exception:  # unresolvable forward references: untyped, as before
         hints = {}
+    params = list(inspect.signature(func).parameters.values())
     fields: dict[str, Any] = {}
-    for param in inspect.signature(func).parameters.values():
+    defaults: dict[str, Any] = {}
+    for param in params:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         annotation = hints.get(param.name, Any)
-        default = ... if param.default is param.empty else param.default
-        fields[param.name] = (annotation, default)
-    signature = inspect.signature(func).parameters.values()
-    open_ended = any(p.kind is p.VAR_KEYWORD for p in signature)
-    model = pydantic.create_model(
-        f"{name}_arguments",
-        __config__=pydantic.ConfigDict(
-            extra="allow" if open_ended else "forbid", arbitrary_types_allowed=True
-        ),
-        **fields,
+        if param.default is param.empty:
+            fields[param.name] = annotation
+        else:
+            fields[param.name] = not_required[annotation]
+            defaults[param.name] = param.default
+    open_ended = any(p.kind is p.VAR_KEYWORD for p in params)
+    arguments = typed_dict(f"{name}_arguments", fields)
+    arguments.__pydantic_config__ = pydantic.ConfigDict(
+        extra="allow" if open_ended else "forbid", arbitrary_types_allowed=True
     )
-    schema = _strip_titles(model.model_json_schema())
+    adapter = pydantic.TypeAdapter(arguments)
+    schema = _strip_titles(adapter.json_schema())
     schema.setdefault("properties", {})
-    names = list(fields)
+    for key, value in defaults.items():
+        try:
+            schema["properties"][key]["default"] = adapter.dump_python({key: value}, mode="json")[
+                key
+            ]
+        except Exception:  # a default JSON cannot show: the schema just omits it
+            continue
+    validate_python: Callable[[Any], Any] = adapter.validate_python
 
     def validate(arguments: Mapping[str, Any]) -> dict[str, Any]:
         try:
-            parsed = model.model_validate(dict(arguments))
+            value: dict[str, Any] = validate_python(arguments)
         except pydantic.ValidationError as exc:
             raise InvalidArguments(
                 name, [{"field": _field(e["loc"]), "message": e["msg"]} for e in exc.errors()]
             ) from None
-        out = {key: getattr(parsed, key) for key in names}
-        if parsed.model_extra:
-            out.update(parsed.model_extra)
-        return out
+        return value
 
     return schema, validate
 

@@ -26,7 +26,7 @@ narrowing) are, so that a turn creates no coroutine for them.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, cast
 
 
@@ -104,8 +104,16 @@ class CombinedHooks(LoopHook):
                 return cast("dict[str, Any]", directive)  # the first objection decides
         return None
 
-    async def after_dispatch(self, run: Any, iteration: int, outcomes: list[Any]) -> None:
+    def after_dispatch(  # type: ignore[override]
+        self, run: Any, iteration: int, outcomes: list[Any]
+    ) -> Awaitable[None] | None:
+        """``None`` when no hook listens (no coroutine per turn), else an awaitable."""
         self._per_turn()
+        if not self._after:
+            return None
+        return self._after_all(run, iteration, outcomes)
+
+    async def _after_all(self, run: Any, iteration: int, outcomes: list[Any]) -> None:
         for hook in self._after:
             await hook.after_dispatch(run, iteration, outcomes)
 

@@ -561,7 +561,9 @@ class _Run:
                 outcomes = await self.dispatcher.dispatch(calls)
                 saw_tool_result = True
                 self.record_outcomes(iteration, outcomes, native_ids)
-                await self.hooks.after_dispatch(self, iteration, outcomes)
+                after = self.hooks.after_dispatch(self, iteration, outcomes)
+                if after is not None:  # audit sinks, streams
+                    await after
                 stall_check(self, iteration, calls)
             turn_info["tool_count"] = len(outcomes)
 
