@@ -91,6 +91,10 @@ def write_snapshot(
     if last and last.get("transcript"):
         full = sub_agent_transcript(last["transcript"]) or {}
         messages = [m for m in full.get("messages", []) if _jsonable(m)]
+        if worker.transcript_mode == "compact":  # compacted before it is persisted
+            from .workers import compacted
+
+            messages = compacted(messages)
     req = worker.request
     snapshot = {
         "version": SNAPSHOT_VERSION,

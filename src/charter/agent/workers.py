@@ -38,7 +38,7 @@ from .subagents import (
 from .tools import Tool, as_tools
 from .worktrees import Worktree, create_worktree, parse_execution, remove_worktree
 
-TRANSCRIPT_MODES = ("inherit", "fork", "reset")
+TRANSCRIPT_MODES = ("inherit", "fork", "reset", "compact")
 _CONFIG_KEYS = (
     "task",
     "name",
@@ -131,6 +131,19 @@ _POOL = WorkerPool()
 _CURRENT: ContextVar[str | None] = ContextVar("charter_current_worker", default=None)
 #: The session id of that worker's own loop.
 _CURRENT_SESSION: ContextVar[str | None] = ContextVar("charter_worker_session", default=None)
+
+
+def compacted(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``carry.transcript_mode: "compact"``: the completed cycle's transcript as one
+    deterministic abbreviated summary (charter.agent.compaction's ``truncate``), so the
+    next cycle inherits what happened without its full history (and no tool call is left
+    without its result)."""
+    from .compaction import truncate_summary
+
+    if not messages:
+        return []
+    summary = truncate_summary([dict(m) for m in messages])
+    return [{"role": "user", "content": f"[compacted transcript of your last cycle]\n{summary}"}]
 
 
 def current_worker_id(session_id: str | None = None) -> str | None:
@@ -343,6 +356,8 @@ async def send_input(
         messages = list(full.get("messages", []))
         if worker.transcript_mode == "fork":
             parent_tid = str(last["transcript"]["id"])
+        elif worker.transcript_mode == "compact":
+            messages = list(compacted(messages))
     cycle = len(worker.cycles) + 1
     base = worker.request.session_id.split(".")[0]
     req = replace(worker.request, task=task, session_id=f"{base}.{cycle}")
