@@ -16,11 +16,16 @@ from typing import Any
 
 from .message_rules import check
 
+#: The model endpoints; replies without a ``path`` answer these, in order.
+MODEL_ROUTES = ("/chat/completions", "/responses", "/messages")
+
 
 class FakeServer:
     def __init__(self, replies: list[dict[str, Any]]) -> None:
         self.replies = list(replies)
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[dict[str, Any]] = []  # model calls
+        #: Requests to other endpoints (Ollama's /api/show).
+        self.other_requests: list[dict[str, Any]] = []
         #: Requests refused with 400 for breaking the provider's message rules.
         self.rejected: list[dict[str, Any]] = []
         self.url = ""
@@ -34,17 +39,25 @@ def _handler(state: FakeServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             body = self.rfile.read(length)
-            state.requests.append(
-                {
-                    "path": self.path,
-                    "json": json.loads(body or b"{}"),
-                    "headers": dict(self.headers),
-                }
-            )
-            refusal = check(self.path, state.requests[-1]["json"])
+            record = {
+                "path": self.path,
+                "json": json.loads(body or b"{}"),
+                "headers": dict(self.headers),
+            }
+            model_call = self.path.endswith(MODEL_ROUTES)
+            (state.requests if model_call else state.other_requests).append(record)
+            refusal = check(self.path, record["json"])
             if refusal is not None:
                 state.rejected.append({"path": self.path, "error": refusal})
                 reply: dict[str, Any] = {"status": 400, "json": refusal}
+            elif not model_call:
+                # another endpoint (Ollama's /api/show): a reply naming its path, else 404
+                match = next((r for r in state.replies if r.get("path") == self.path), None)
+                if match is None:
+                    reply = {"status": 404, "json": {"error": f"{self.path} not found"}}
+                else:
+                    state.replies.remove(match)
+                    reply = match
             else:
                 reply = state.replies.pop(0) if state.replies else {"status": 500, "json": {}}
             status = int(reply.get("status", 200))

@@ -235,7 +235,8 @@ def test_token_counts_match_the_provider() -> None:
 def test_model_aware_default_threshold_and_option_errors() -> None:
     cfg = parse_config({}, "gpt-4o-mini")
     assert cfg is not None and cfg.threshold == 102_400 and cfg.keep_last == 10
-    assert parse_config({}, None) is None  # nothing to measure against
+    unknown = parse_config({}, None)  # learnt from the provider when the run starts
+    assert unknown is not None and unknown.threshold is None
     assert parse_config({"compaction": False, "compact_threshold": 5}, "gpt-4o") is None
     with pytest.raises(AgentOptionError, match=r"custom.*needs compact_callback"):
         agent_loop("x", compact_strategy="custom", compact_threshold=5)
@@ -344,3 +345,53 @@ def test_clean_tool_repair_fixes_a_broken_history() -> None:
     custom = MockProvider(["ok"])
     agent_loop("go", provider=custom, transcript_projection=lambda ms, ctx: ms[-1:])
     assert [m["content"] for m in custom.requests[0].messages] == ["go"]
+
+
+def test_an_unknown_window_is_learnt_from_ollama() -> None:
+    pytest.importorskip("openai")
+    from charter.agent import get_provider
+
+    from .fakeserver import fake_server
+    from .replies import chat
+
+    show = {
+        "path": "/api/show",
+        "json": {
+            "model_info": {"general.architecture": "qwen3", "qwen3.context_length": 40960},
+            "parameters": "num_ctx 2048\nstop <|im_end|>",
+        },
+    }
+    pad = [{"role": "user", "content": "pad " * 4000}]  # ~4000 tokens: above 80% of 2048
+    with fake_server([show, chat("summary"), chat("done")]) as srv:
+        provider = get_provider("ollama", base_url=srv.url + "/v1")
+        result = agent_loop(
+            "x", provider=provider, model="qwen3:8b", messages=pad, compact_keep_last=1
+        )
+    assert srv.other_requests[0]["path"] == "/api/show"
+    assert srv.other_requests[0]["json"] == {"model": "qwen3:8b"}
+    learnt = [e for e in result.trace["events"] if e["type"] == "context_window_learned"]
+    assert learnt and learnt[0]["tokens"] == 2048  # num_ctx, what the model is served with
+    compacted = [e for e in result.trace["events"] if e["type"] == "TranscriptCompacted"]
+    assert compacted  # the long prompt was compacted before it went out
+    sent = srv.requests[-1]["json"]["messages"]
+    assert sum(len(str(m.get("content"))) for m in sent) < 16_000
+
+
+def test_an_unknown_window_with_a_long_prompt_fails_loudly() -> None:
+    pytest.importorskip("openai")
+    from charter.agent import get_provider
+
+    from .fakeserver import fake_server
+    from .replies import chat
+
+    pad = [{"role": "user", "content": "pad " * 60_000}]  # a 240k-character prompt
+    with fake_server([chat("never")]) as srv:
+        provider = get_provider("openai", base_url=srv.url + "/v1", api_key="k")
+        with pytest.raises(AgentOptionError, match="compact_threshold") as caught:
+            agent_loop("x", provider=provider, model="my-finetune", messages=pad)
+    assert "my-finetune" in str(caught.value)
+    assert srv.requests == []  # nothing was sent
+    # the allowed twin: a short prompt to the same unknown model goes out
+    with fake_server([chat("ok")]) as srv:
+        provider = get_provider("openai", base_url=srv.url + "/v1", api_key="k")
+        assert agent_loop("x", provider=provider, model="my-finetune").status == "done"

@@ -196,3 +196,36 @@ def test_queue_capacity_and_option_errors(tmp_path: Path) -> None:
     with pytest.raises(AgentOptionError, match="persist_path"):
         daemon_spawn({"task": "x"})
     assert os.path.exists(tmp_path / "events.jsonl")
+
+
+def test_a_trigger_by_path_honours_the_queue_capacity(tmp_path: Path) -> None:
+    path = tmp_path / "bounded"
+    handle = daemon_spawn(
+        {
+            "task": "watch",
+            "provider": MockProvider(default="ok"),
+            "persist_path": str(path),
+            "event_queue_capacity": 1,
+        }
+    )
+    _wait(lambda: daemon_snapshot(handle)["state"] == "idle")
+    daemon_stop(handle)  # stopped: nothing consumes the queue now
+    script = (
+        "import sys\n"
+        "from charter.agent.daemon import DaemonQueueFull, daemon_trigger\n"
+        "try:\n"
+        "    daemon_trigger(sys.argv[1], {'kind': 'pr_opened'})\n"
+        "except DaemonQueueFull as exc:\n"
+        "    print('full:', exc)\n"
+    )
+
+    def trigger() -> str:
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=60
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    assert trigger() == ""  # the first fits
+    assert "full: " in trigger() and "1 events" in trigger()  # the others are refused
+    assert len(pending_events(path)) == 1  # the effect: the queue never grew past 1

@@ -316,6 +316,29 @@ def test_scoped_executor_middleware_form(rec: Recorder) -> None:
         assert '"audit"' in _tool_messages(result)[1]
 
 
+def test_scoped_executor_takes_the_stage_vocabulary_in_its_dict(rec: Recorder) -> None:
+    """``with_scoped_executor({allowed_tools, side_effect_level, stage})`` (seed 000)."""
+    tools = [rec.tool("look"), rec.tool("edit_file", "workspace_write"), rec.tool("fetch")]
+    scope = {"allowed_tools": ["look", "fetch"], "side_effect_level": "read_only", "stage": "plan"}
+    provider = MockProvider([tc("edit_file"), tc("fetch"), tc("look"), "done"])
+    result = agent_loop(
+        "x", provider=provider, tools=tools, tool_caller=with_scoped_executor(scope)
+    )
+    assert rec.names() == ["fetch", "look"]  # edit_file never ran: not in allowed_tools
+    statuses = [e["status"] for e in result.trace["events"] if e["type"] == "tool_call_audit"]
+    assert statuses == ["scope_violation", "ok", "ok"]
+    obs = _tool_messages(result)
+    assert '"stage": "plan"' in obs[0] and '"allowed_tools": ["look", "fetch"]' in obs[1]
+    # side_effect_level: a network tool in the allowed list is still refused above read_only
+    rec.calls.clear()
+    net = [rec.tool("look"), rec.tool("fetch", "network")]
+    provider = MockProvider([tc("fetch"), tc("look"), "done"])
+    agent_loop("x", provider=provider, tools=net, tool_caller=with_scoped_executor(scope))
+    assert rec.names() == ["look"]
+    with pytest.raises(TypeError, match="allowed_tools given twice"):
+        with_scoped_executor({"allowed_tools": ["a"]}, allowed_tools=["b"])
+
+
 def test_scoped_executor_wrong_arguments_are_type_errors(rec: Recorder) -> None:
     with pytest.raises(TypeError, match=r"expected an executor \(callable\) or a policy"):
         with_scoped_executor(42)  # type: ignore[arg-type]

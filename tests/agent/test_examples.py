@@ -40,7 +40,7 @@ EXPECT = {
     "chat_with_simulated_user.py": ["turns: 2 closed: simulated_user_stop"],
     "captain_preset.py": [
         "merged: [461]",
-        "audited tools: ['list_prs', 'merge_pr']",
+        "audited tools: ['list_prs', 'merge_pr', 'merge_pr']",  # the refused merge too
         "model calls logged: 4 status: done",
     ],
 }

@@ -243,7 +243,9 @@ def test_llm_caller_compose_retry_and_fallback() -> None:
     )
     result = agent_loop("x", provider=flaky, llm_caller=caller)
     assert result.status == "done" and result.visible_text == "from backup"
-    assert len(flaky.requests) == 3 and sleeps == [0.01, 0.02]
+    assert len(flaky.requests) == 3 and len(sleeps) == 2
+    # exponential back-off with up to base_ms of jitter: 10-20 ms, then 20-30 ms
+    assert 0.01 <= sleeps[0] <= 0.02 and 0.02 <= sleeps[1] <= 0.03
 
 
 def test_llm_retries_next_to_llm_caller_warn_and_still_retry() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import signal
 import threading
 from typing import Any
@@ -114,6 +115,7 @@ def test_model_calls_without_llm_caller_match_the_caller_chain(
     async def record_direct(seconds: float) -> None:
         direct_sleeps.append(seconds)
 
+    random.seed(7)  # the same jitter on both paths
     chained = _Raising(list(script))
     caller = with_retry(max_attempts=retries + 1, base_ms=7, sleep=record_chain)(
         default_llm_caller(chained)
@@ -121,6 +123,7 @@ def test_model_calls_without_llm_caller_match_the_caller_chain(
     via_chain = agent_loop("x", provider=chained, llm_caller=caller, session_id="s")
 
     monkeypatch.setattr(asyncio, "sleep", record_direct)
+    random.seed(7)
     direct = _Raising(list(script))
     via_direct = agent_loop(
         "x", provider=direct, llm_retries=retries, llm_backoff_ms=7, session_id="s"

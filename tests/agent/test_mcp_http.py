@@ -129,7 +129,7 @@ def test_http_tools_called_and_decided(remote: HttpServer, tmp_path: Path) -> No
         workspace=str(tmp_path),
     )
     names = sorted(t["name"] for t in provider.requests[0].tools if t["name"] != LIFECYCLE)
-    assert names == ["remote__lookup", "remote__ping", "remote__store"]
+    assert names == ["remote__lookup", "remote__store"]  # ping (no level) is not offered
     obs = _tool_messages(result)
     assert obs[0] == "definition of charter" and obs[1] == "stored"
     assert "permission_denied" in obs[2] and "declares no level" in obs[2]

@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 
 from charter.agent import MockProvider, agent_loop, make_tool, skill_define, skill_registry
+from charter.agent.audit import AuditSinkHook
 from charter.agent.compaction import compaction_policy
+from charter.agent.hooks import LoopHook
 from charter.agent.options import KNOWN_OPTIONS
 
 from .conftest import tc
@@ -130,6 +132,31 @@ def _claude() -> dict[str, Any]:
         "provider": WireMock(SCRIPT, route="anthropic", cycle=True),
         "model": "claude-sonnet-4-6",
     }
+
+
+class _SeenAt(AuditSinkHook):
+    """An audit sink noting how many model requests had gone out when it was written."""
+
+    def __init__(self) -> None:
+        super().__init__(self.record)
+        self.seen: list[int] = []
+        self.provider: Any = None
+
+    async def on_start(self, run: Any, stack: Any) -> None:
+        self.provider = run.provider
+        self.background = False  # each run decides again (the probe reuses this hook)
+        await super().on_start(run, stack)
+
+    def record(self, entry: dict[str, Any]) -> None:
+        self.seen.append(len(self.provider.requests))
+
+
+_SEEN_AT = _SeenAt()
+
+
+class _Tagger(LoopHook):
+    async def before_model_call(self, run: Any, iteration: int) -> None:
+        run.system_tail["tagger"] = "HOOKED"
 
 
 def _beta(p: Any) -> str:
@@ -511,6 +538,27 @@ PROBES: dict[str, Probe] = {
     "system_reminders": Probe(
         {"system_reminders": ["Never push to main."]},
         lambda r, p: "Never push to main." in _all_text(p),
+    ),
+    "hooks": Probe({"hooks": [_Tagger()]}, lambda r, p: "HOOKED" in _sys0(p)),
+    "prompts": Probe(
+        {"loop_until_done": True, "prompts": {"agent.loop_contract": {"text": "FINISH-LIKE-X"}}},
+        lambda r, p: "FINISH-LIKE-X" in _sys0(p),
+        base={"loop_until_done": True},
+    ),
+    "prompt_overrides": Probe(
+        {"loop_until_done": True, "prompt_overrides": {"agent.loop_contract": {"text": "PO"}}},
+        lambda r, p: _sys0(p).endswith("PO"),
+        base={"loop_until_done": True},
+    ),
+    "subagents": Probe({"subagents": True}, lambda r, p: "subagent_pause" in _tool_names(p)),
+    "subagent_tools": Probe(
+        {"subagent_tools": True}, lambda r, p: "subagent_resume" in _tool_names(p)
+    ),
+    "prefetch_next_turn": Probe(
+        {"hooks": [_SEEN_AT], "prefetch_next_turn": True},
+        # flushed in the background: by then the next turn's request had gone out
+        lambda r, p: _SEEN_AT.seen[-1] == 2,
+        base={"hooks": [_SEEN_AT]},
     ),
     "output_schema": Probe(
         {"output_schema": SCHEMA},

@@ -132,7 +132,32 @@ def test_captain_llm_layers_dry_run_escalation_logging(rec: Recorder) -> None:
         audit_sink=audit.append,
     )
     assert [r["tier"] for r in log] == ["cheap", "cheap"] and frontier.requests == []
-    assert audit == [{"tool": "tag", "arguments": {}, "status": "ok", "result": "ok"}]
+    assert [{k: r[k] for k in ("tool", "arguments", "status", "result")} for r in audit] == [
+        {"tool": "tag", "arguments": {}, "status": "ok", "result": "ok"}
+    ]
+
+
+def test_audit_sink_sees_denied_and_refused_calls(rec: Recorder) -> None:
+    audit: list[dict[str, Any]] = []
+    provider = MockProvider([tc("rm", path="x"), tc("push"), tc("tag"), "done"])
+    result = release_captain_agent(
+        "Cut v1.",
+        provider=provider,
+        tools=[rec.tool("rm"), rec.tool("push"), rec.tool("tag")],
+        policy={"tools": {"deny": ["rm"]}},
+        approval_policy={
+            "rules": [{"name": "no-push", "decision": "deny", "match": {"tools": ["push"]}}]
+        },
+        audit_sink=audit.append,
+    )
+    assert result.status == "done" and rec.names() == ["tag"]  # the effect: only tag ran
+    assert [(r["tool"], r["status"]) for r in audit] == [
+        ("rm", "permission_denied"),
+        ("push", "permission_denied"),
+        ("tag", "ok"),
+    ]
+    assert audit[1]["decision"]["rule"] == "no-push"  # the refusing rule, not "allowed"
+    assert "allowed by all" not in audit[1]["decision"]["reason"]
 
 
 @pytest.mark.parametrize("key", ["telemetry", "handoff_sink"])

@@ -355,6 +355,8 @@ def test_ollama_uses_openai_compatible_endpoint(monkeypatch: pytest.MonkeyPatch)
         result = agent_loop("x", provider=get_provider("ollama"), model="devstral")
     assert result.visible_text == "llama says hi"
     assert srv.requests[0]["path"] == "/v1/chat/completions"
+    # the context window was asked first (here unanswered: 404)
+    assert [r["path"] for r in srv.other_requests] == ["/api/show"]
     assert result.error is None
 
 

@@ -120,3 +120,46 @@ def test_a_worker_that_parked_itself_is_resumed_with_its_input(
     assert snap["messages"][-1]["role"] == "tool"  # the parking call is answered
     assert env["status"] != "suspended" and "review approved" in seen[-1]
     assert rec.names() == []  # the worker's policy came back with it: deploy still denied
+
+
+def test_resume_when_is_validated_and_kept_with_the_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    from charter.agent import AgentOptionError
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        pool = WorkerPool()
+        handle = await spawn_agent(
+            {
+                "task": "watch CI",
+                "provider": MockProvider(["watching"]),
+                "options": {"resume_when": {"trigger": "github.check_run", "timeout": 600}},
+            },
+            pool=pool,
+        )
+        await wait_agent(handle, pool=pool)
+        out = await suspend_agent(handle, "until CI reports", pool=pool)
+        return handle, out
+
+    handle, out = asyncio.run(scenario())
+    expected = {
+        "trigger": {"provider": "github", "event": "check_run"},
+        "timeout": 600.0,
+        "on_event": None,
+    }
+    assert handle["resume_when"] == expected and out["conditions"] == expected
+    assert load_snapshot(out["snapshot_path"])["conditions"] == expected
+
+    async def bad() -> None:
+        await spawn_agent(
+            {
+                "task": "t",
+                "provider": MockProvider(["x"]),
+                "options": {"resume_when": {"timeout": 0}},
+            },
+            pool=WorkerPool(),
+        )
+
+    with pytest.raises(AgentOptionError, match=r"spawn_agent\.options\.resume_when\.timeout"):
+        asyncio.run(bad())

@@ -186,3 +186,73 @@ def test_bad_requests_name_the_field(options: dict[str, Any], where: str) -> Non
     with pytest.raises(AgentOptionError) as err:
         sub_agent_run("x", provider=MockProvider(["ok"]), **options)
     assert err.value.option == where
+
+
+def test_members_reserve_budget_like_sub_agents(rec: Recorder) -> None:
+    member = MockProvider([_usage("helped", 10)])
+    outer = MockProvider(
+        [
+            _usage(
+                {
+                    "tool_calls": [
+                        {"name": "delegate", "arguments": {"member": "helper", "task": "t"}}
+                    ]
+                },
+                30,
+            ),
+            _usage("outer done", 5),
+        ]
+    )
+    env = sub_agent_run(
+        "outer",
+        provider=outer,
+        members={"helper": {"provider": member, "token_budget": 10_000}},
+        token_budget=100,
+    )
+    assert env["ok"], env
+    observation = sub_agent_transcript(env["transcript"])["messages"][2]["content"]  # type: ignore[index]
+    assert '"token_budget": 70' in observation  # what the parent had left, not 10_000
+    assert env["tokens_used"] == 30 + 10 + 5  # the member's spend is charged to the parent
+
+
+def test_a_member_over_its_reserve_is_stopped(rec: Recorder) -> None:
+    member = MockProvider([_usage(tc("read"), 60), _usage("never", 1)])
+    outer = MockProvider(
+        [
+            _usage(
+                {
+                    "tool_calls": [
+                        {"name": "delegate", "arguments": {"member": "helper", "task": "t"}}
+                    ]
+                },
+                30,
+            ),
+            _usage("outer done", 5),
+        ]
+    )
+    env = sub_agent_run(
+        "outer",
+        provider=outer,
+        members={
+            "helper": {"provider": member, "tools": [rec.tool("read")], "loop_until_done": True}
+        },
+        token_budget=50,
+    )
+    assert len(member.requests) == 1  # its reserve (20 left) was spent by the first call
+    observation = sub_agent_transcript(env["transcript"])["messages"][2]["content"]  # type: ignore[index]
+    assert "budget_exhausted" in observation
+
+
+def test_a_sub_agent_refused_by_an_approval_rule_says_which(rec: Recorder) -> None:
+    env = sub_agent_run(
+        "x",
+        provider=MockProvider([tc("push"), "done"]),
+        tools=[rec.tool("push")],
+        approval_policy={
+            "rules": [{"name": "no-push", "decision": "deny", "match": {"tools": ["push"]}}]
+        },
+    )
+    assert rec.names() == [] and not env["ok"]
+    assert env["error"]["category"] == "permission_denied"
+    assert "allowed by all" not in env["error"]["message"]
+    assert "no-push" in env["error"]["message"]

@@ -355,3 +355,29 @@ def test_worktree_preserve_and_bad_repo(tmp_path: Any) -> None:
             )
         )
     assert err.value.option == "spawn_agent.execution.worktree.cleanup"
+
+
+def test_carry_compact_inherits_a_summary_not_the_history(rec: Recorder) -> None:
+    async def scenario() -> tuple[list[str], list[str]]:
+        pool = WorkerPool()
+        first = MockProvider([tc("look"), "found the config in setup.cfg"] + ["again"] * 3)
+        handle = await spawn_agent(
+            {
+                "task": "find the config",
+                "provider": first,
+                "tools": [rec.tool("look")],
+                "carry": {"transcript_mode": "compact"},
+            },
+            pool=pool,
+        )
+        await wait_agent(handle, pool=pool)
+        await send_input(handle, "now summarise it", pool=pool)
+        await wait_agent(handle, pool=pool)
+        second = first.requests[-1].messages
+        return [m["role"] for m in second], [str(m.get("content")) for m in second]
+
+    roles, contents = asyncio.run(scenario())
+    assert roles == ["user", "user"]  # one summary message, then the new task
+    assert "compacted transcript" in contents[0] and "setup.cfg" in contents[0]
+    assert "look" in contents[0]  # the call is named in the summary, not replayed
+    assert contents[1] == "now summarise it"

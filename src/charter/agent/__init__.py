@@ -7,6 +7,7 @@ Every tool dispatch (MCP tools, skill activation and delegation included) is dec
 from __future__ import annotations
 
 from .approvals import PermissionRequest
+from .audit import AuditSinkHook
 from .builtins import builtin_tools
 from .callers import (
     CircuitBreaker,
@@ -80,6 +81,17 @@ from .simusers import (
 )
 from .skills import SkillMatch, SkillRegistry, skill_define, skill_registry
 from .snapshots import load_snapshot, resume_agent, suspend_agent
+from .streaming import (
+    AgentEvent,
+    FinalResult,
+    LoopEvent,
+    PermissionDenied,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    agent_stream,
+)
 from .subagents import (
     SubAgentRequest,
     TokenLedger,
@@ -116,6 +128,16 @@ __all__ = [
     "daemon_stop",
     "daemon_trigger",
     "PermissionRequest",
+    "AuditSinkHook",
+    "AgentEvent",
+    "FinalResult",
+    "LoopEvent",
+    "PermissionDenied",
+    "ReasoningDelta",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "agent_stream",
     "SessionStore",
     "agent_session_clear_scratchpad",
     "agent_session_delete",

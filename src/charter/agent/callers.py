@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from .providers.base import LlmRequest, LlmResponse, Provider, ProviderError
+from .retrying import retry_replies
 
 LlmCaller = Callable[[dict[str, Any]], Any]
 Middleware = Callable[[LlmCaller], LlmCaller]
@@ -64,7 +65,9 @@ def with_retry(
 ) -> Middleware:
     """Retry retryable provider errors (429, 5xx, connection): ``max_attempts`` total tries.
 
-    ``backoff``: ``"exponential"`` (default; ``base_ms * 2**n``), ``"fixed"`` or ``"none"``.
+    ``backoff``: ``"exponential"`` (default; ``base_ms * 2**n`` plus up to ``base_ms`` of
+    random jitter), ``"fixed"`` or ``"none"``; a server's ``Retry-After`` longer than
+    that is waited out (see :mod:`charter.agent.retrying`).
     """
     opts = dict(options or {})
     attempts = int(max_attempts if max_attempts is not None else opts.get("max_attempts", 3))
@@ -76,22 +79,21 @@ def with_retry(
 
     def middleware(inner: LlmCaller) -> LlmCaller:
         async def caller(call: dict[str, Any]) -> dict[str, Any]:
-            result: dict[str, Any] = {}
-            for attempt in range(attempts):
+            async def attempt(number: int) -> dict[str, Any]:
                 turn = dict(call.get("turn") or {})
-                turn["attempt"] = attempt + 1
+                turn["attempt"] = number
                 # ``call_caller`` inlined: this wraps every turn of a default loop
                 reply = inner({**call, "turn": turn})
                 if inspect.isawaitable(reply):
                     reply = await reply
-                result = checked_reply(reply)
-                err = result.get("error")
-                if result["ok"] or not (isinstance(err, ProviderError) and err.retryable):
-                    return result
-                if attempt + 1 < attempts and mode != "none":
-                    delay = base if mode == "fixed" else base * (2**attempt)
-                    await do_sleep(delay / 1000)
-            return result
+                return checked_reply(reply)
+
+            first = await attempt(1)
+            if first["ok"]:
+                return first
+            return await retry_replies(
+                first, attempt, attempts=attempts, base_ms=base, mode=mode, sleep=do_sleep
+            )
 
         return caller
 

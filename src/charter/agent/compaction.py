@@ -272,9 +272,9 @@ def parse_config(options: Mapping[str, Any], model: str | None) -> CompactionCon
         return None
     if cfg.threshold is None:
         window = context_window(model)
-        if window is None:
-            return None  # nothing to measure against: compaction only with a threshold
-        cfg.threshold = int(window * 0.8)
+        if window is not None:
+            cfg.threshold = int(window * 0.8)
+        # else: learnt from the provider when the run starts (CompactionHook.on_start)
     return cfg
 
 
@@ -384,6 +384,12 @@ class CompactionHook(LoopHook):
         self.run = run
         name = getattr(run.provider, "name", None)
         self.counter = MessageCounter(counter_for(name, run.cfg.model))
+        if self.cfg.threshold is None and self.cfg.automatic:
+            ask = getattr(run.provider, "context_window", None)
+            window = await ask(run.cfg.model) if callable(ask) else None
+            if window:
+                self.cfg.threshold = int(window * 0.8)
+                run.event("context_window_learned", model=run.cfg.model, tokens=window)
 
     def fixed_cost(self) -> int:
         """Tokens of the effective system prompt and the tool schemas (cached while equal)."""
@@ -406,7 +412,18 @@ class CompactionHook(LoopHook):
         if not self.cfg.automatic:
             return
         before = self.estimate()
-        assert self.cfg.threshold is not None
+        if self.cfg.threshold is None:
+            if before > UNKNOWN_WINDOW_FLOOR:
+                # not sent as is: a model whose window nobody knows would truncate or refuse
+                # it silently (a 240k-character prompt went out unchanged to qwen3:8b)
+                raise AgentOptionError(
+                    "compact_threshold",
+                    f"the prompt is about {before} tokens and the context window of model "
+                    f"{run.cfg.model!r} on provider {getattr(run.provider, 'name', '?')!r} is "
+                    "unknown (not in charter's table, not reported by the provider): set "
+                    "compact_threshold (or compaction='none' to send it as is)",
+                )
+            return
         if before > self.cfg.threshold:
             await self.compact("threshold", before)
 
@@ -536,6 +553,18 @@ class CompactionHook(LoopHook):
             run.extras.setdefault("compaction", {})["compactions"] = self.compactions
 
 
-def compaction_hook(options: Mapping[str, Any], model: str | None) -> CompactionHook | None:
+#: Tokens below which a prompt fits any model: above it, an unknown window is an error.
+UNKNOWN_WINDOW_FLOOR = 8192
+
+
+def compaction_hook(
+    options: Mapping[str, Any], model: str | None, provider: Any = None
+) -> CompactionHook | None:
+    """The hook, or ``None`` when compaction is off or nothing can measure it (the mock
+    provider, whose scripted turns have no window, without a ``compact_threshold``)."""
     cfg = parse_config(options, model)
-    return None if cfg is None else CompactionHook(cfg)
+    if cfg is None:
+        return None
+    if cfg.threshold is None and getattr(provider, "name", None) == "mock":
+        return None
+    return CompactionHook(cfg)

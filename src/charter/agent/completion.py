@@ -12,7 +12,6 @@ import inspect
 from typing import Any
 
 from .judges import JudgeConfig, run_judge
-from .output_schema import validate_output
 from .providers import get_provider
 
 
@@ -90,12 +89,14 @@ async def _completion_veto(run: Any, iteration: int) -> dict[str, Any] | None:
 
 
 def check_output_schema(run: Any) -> dict[str, Any] | None:
-    """The final text must be JSON matching ``output_schema`` (``schema_retries`` retries)."""
-    schema = run.cfg.output_schema
-    assert schema is not None
-    data, problem = validate_output(run.texts[-1] if run.texts else "", schema)
+    """The final text must be a valid answer for ``output_schema`` (a JSON Schema or a
+    type; ``schema_retries`` retries). The validated object is the result's ``output``."""
+    spec = run.cfg.output_schema
+    assert spec is not None
+    value, data, problem = spec.validate(run.texts[-1] if run.texts else "")
     if problem is None:
         run.extras["data"] = data
+        run.output = value
         return None
     run.schema_attempts += 1
     run.event("output_schema_invalid", attempt=run.schema_attempts, error=problem)

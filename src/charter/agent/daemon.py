@@ -90,16 +90,48 @@ def pending_events(directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return list(pending.values())
 
 
+QUEUE = "queue.json"
+
+
+def _stored_capacity(directory: Path) -> int | None:
+    """The ``event_queue_capacity`` ``daemon_spawn`` recorded next to the queue."""
+    try:
+        data = json.loads((directory / QUEUE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise AgentOptionError(
+            "daemon_trigger", f"{directory / QUEUE}: unreadable ({exc})"
+        ) from exc
+    value = data.get("event_queue_capacity") if isinstance(data, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def trigger_path(
     directory: str | os.PathLike[str], event: Mapping[str, Any], capacity: int | None = None
 ) -> str:
-    """Queue ``event`` for the daemon persisting to ``directory`` (any process)."""
+    """Queue ``event`` for the daemon persisting to ``directory`` (any process).
+
+    The queue's capacity is ``capacity`` or, when not given, the ``event_queue_capacity``
+    its daemon was spawned with (recorded in ``queue.json``): a trigger from another
+    process, which has only the path, is bounded like one through the handle. The count
+    and the append happen under the queue's lock, so concurrent triggers cannot overfill
+    it."""
     if not isinstance(event, Mapping):
         raise AgentOptionError("daemon_trigger", "an event is a dict, e.g. {kind, ...}")
-    if capacity is not None and len(pending_events(directory)) >= capacity:
-        raise DaemonQueueFull(f"the daemon's event queue holds {capacity} events (its capacity)")
+    where = Path(directory)
+    limit = capacity if capacity is not None else _stored_capacity(where)
     event_id = f"evt_{uuid.uuid4().hex[:12]}"
-    _append(Path(directory) / EVENTS, [{"type": "event", "id": event_id, "event": dict(event)}])
+    record = {"type": "event", "id": event_id, "event": dict(event)}
+    where.mkdir(parents=True, exist_ok=True)
+    fd = os.open(where / EVENTS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if limit is not None and len(pending_events(where)) >= limit:
+            raise DaemonQueueFull(f"the daemon's event queue holds {limit} events (its capacity)")
+        os.write(fd, (json.dumps(record, default=str) + "\n").encode())
+    finally:
+        os.close(fd)
     return event_id
 
 
@@ -316,6 +348,12 @@ def daemon_spawn(config: Mapping[str, Any]) -> DaemonHandle:
         )
     options["daemon"] = True
     handle = DaemonHandle(name, Path(options["persist_path"]), capacity)
+    # recorded with the queue, so triggers by path (other processes) honour it too
+    handle.path.mkdir(parents=True, exist_ok=True)
+    queue = handle.path / QUEUE
+    tmp = queue.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"event_queue_capacity": capacity}), encoding="utf-8")
+    tmp.replace(queue)
     handle.thread = threading.Thread(
         target=_run_daemon, args=(handle, task, system, options), name=f"daemon-{name}", daemon=True
     )

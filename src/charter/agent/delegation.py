@@ -67,8 +67,10 @@ Member = Callable[[str], Any] | Mapping[str, Any]
 def delegate_tool(members: Mapping[str, Member]) -> Tool:
     """The ``delegate`` tool: hand a task to a member (a callable or agent_loop options).
 
-    A member given as options runs as a child ``agent_loop`` in the current context, so
-    the parent's policy stack is its ceiling (frames only ever intersect).
+    A member given as options (``agent_loop`` options plus the sub-agent keys
+    ``token_budget``, ``allowed_tools``, ``policy``, ``system``, ...) runs like
+    ``sub_agent_run``: in the current context, so the parent's policy stack is its
+    ceiling, with its token budget reserved from the parent's remainder.
     """
     registry = {canonical_name(k): v for k, v in members.items()}
 
@@ -88,18 +90,24 @@ def delegate_tool(members: Mapping[str, Member]) -> Tool:
             if inspect.isawaitable(out):
                 out = await out
             return {"status": "ok", "member": member, "result": out}
-        from .loop import agent_loop_async
+        from .subagents import run_request, sub_agent_request
 
-        opts = dict(target)
-        system = opts.pop("system", None)
-        child = await agent_loop_async(task, system, **opts)
-        return {
-            "status": "ok" if child.status == "done" else child.status,
+        # a member is a sub-agent: its token budget is reserved from this agent's
+        # remainder before it runs, and its request is pushed as a sub_agent frame
+        opts = {"name": member, **target}
+        env = await run_request(sub_agent_request(task, **opts))
+        out = {
+            "status": "ok" if env["ok"] else env["status"],
             "member": member,
-            "result": child.visible_text,
-            "child_status": child.status,
-            "tools": child.tools.to_dict(),
+            "result": env["summary"],
+            "child_status": env["status"],
+            "tools": env["tools"],
+            "tokens_used": env["tokens_used"],
+            "token_budget": env["token_budget"],
         }
+        if "error" in env:
+            out["error"] = env["error"]
+        return out
 
     return Tool(
         name="delegate",

@@ -23,12 +23,14 @@ from charter.policy import (
 from charter.policy.names import canonical_name
 
 from . import telemetry
+from .arguments import InvalidArguments, Validator, from_schema
 from .providers.base import ToolCallRequest
 from .tools import Tool
 
 Executor = Callable[[ToolCall], Any]
 ToolCallerMiddleware = Callable[[Executor], Executor]
 
+_UNSET = object()
 REJECTED_STATUSES = frozenset({"permission_denied", "scope_violation", "error", "unknown_tool"})
 
 
@@ -150,6 +152,18 @@ class Dispatcher:
             executor = gate(executor)
         self.executor: Executor = executor
         self._templates: dict[str, tuple[str, Tool | None, ToolCall]] = {}
+        self._validators: dict[str, Any] = {}  # a call's name -> its tool's validator
+
+    def _validator_for(self, name: str) -> Validator | None:
+        """The validator of the tool ``name`` calls (``None``: nothing to check)."""
+        tool = self.registry.get(canonical_name(name))
+        found: Validator | None = None
+        if tool is not None:
+            found = tool.validator or from_schema(tool.parameters, tool.name)
+        if len(self._validators) >= 256:
+            self._validators.clear()
+        self._validators[name] = found
+        return found
 
     def annotations_for(self, name: str) -> ToolAnnotations:
         tool = self.registry.get(canonical_name(name))
@@ -235,6 +249,15 @@ class Dispatcher:
             return ToolOutcome(
                 req.id, req.name or "<invalid>", args, "error", bad, render(bad), req.parse_error
             )
+        validate = self._validators.get(req.name, _UNSET)
+        if validate is _UNSET:
+            validate = self._validator_for(req.name)
+        invalid: InvalidArguments | None = None
+        if validate is not None:
+            try:
+                args = validate(args)  # the policy decides what the handler will receive
+            except InvalidArguments as exc:
+                invalid = exc  # a denial of the raw arguments still wins (below)
         call = self._call_for(req.name, args)
         t0 = time.perf_counter_ns()
         decision = decide_current(call, context=self.context)
@@ -253,6 +276,19 @@ class Dispatcher:
                 decision.to_dict(),
                 0,
                 (time.perf_counter() - started) * 1000,
+            )
+        if invalid is not None:
+            # never into the handler: back to the model as a retryable error naming the field
+            bad = invalid.observation()
+            return ToolOutcome(
+                req.id,
+                call.name,
+                args,
+                "error",
+                bad,
+                render(bad),
+                str(invalid),
+                decision.to_dict(),
             )
         if call.name not in self.registry:
             err: dict[str, Any] = {
@@ -334,6 +370,11 @@ class Dispatcher:
     ) -> ToolOutcome:
         call, decision = ready
         audit = value.get("audit", {}) if isinstance(value, dict) else {}
+        recorded = _decision_dict(decision)
+        if status in ("permission_denied", "scope_violation") and isinstance(value, dict):
+            # the stack allowed it and a gate (approvals, a scoped executor) refused it:
+            # the record says who refused and why, not "allowed by all N frame(s)"
+            recorded = _refusal(value, recorded, status)
         return ToolOutcome(
             req.id,
             call.name,
@@ -342,7 +383,7 @@ class Dispatcher:
             value,
             render(value),
             error,
-            _decision_dict(decision),
+            recorded,
             attempts,
             (time.perf_counter() - started) * 1000,
             audit if isinstance(audit, dict) else {},
@@ -382,6 +423,25 @@ def _decision_dict(decision: Decision) -> dict[str, Any]:
 
 
 _DICTS: dict[int, tuple[Decision, dict[str, Any]]] = {}
+
+
+def _refusal(receipt: dict[str, Any], allowed: dict[str, Any], status: str) -> dict[str, Any]:
+    """The decision record of a call the stack allowed and a gate then refused: the
+    gate's receipt (``policyDecision`` of an approval rule, or a scope violation's frame,
+    dimension and rule) in the shape of :meth:`charter.policy.Decision.to_dict`."""
+    approval = receipt.get("policyDecision")
+    approval = approval if isinstance(approval, dict) else {}
+    label = receipt.get("frame") or approval.get("policy")
+    kind = "approval" if approval else "scope"
+    return {
+        "decision": "deny",
+        "tool": allowed.get("tool"),
+        "reason": str(receipt.get("reason") or approval.get("rationale") or status),
+        "frame": None if label is None else {"index": None, "label": label, "kind": kind},
+        "dimension": receipt.get("dimension") or ("approval" if approval else None),
+        "rule": receipt.get("rule") or approval.get("rule"),
+        "subject": allowed.get("subject"),
+    }
 
 
 #: Result types that are never awaitable: a handler's usual answers skip the ABC check.

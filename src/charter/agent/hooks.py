@@ -10,6 +10,9 @@ the loop holds one :class:`CombinedHooks` and calls only these points:
 - ``before_dispatch(run, iteration, text, calls)``: the model proposed tool calls, none
   has run yet (step judges, stall judges); ``None`` lets them run, or a directive
   ``{action: "replace" | "retain" | "stop", feedback?, stop_reason?}``;
+- ``after_dispatch(run, iteration, outcomes)``: the turn's calls were decided and the
+  allowed ones ran; ``outcomes`` are :class:`~charter.agent.dispatch.ToolOutcome` s in
+  emitted order, denied and refused calls included (audit sinks, streams, traces);
 - ``on_idle(run, iteration)``: a turn would end the loop (daemons); ``None`` lets it
   end, ``{messages}`` continues it with those user messages, ``{status, stop_reason}``
   ends it with that status;
@@ -23,7 +26,7 @@ narrowing) are, so that a turn creates no coroutine for them.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, cast
 
 
@@ -42,6 +45,9 @@ class LoopHook:
         """Review a turn's tool calls before any runs (``None``: dispatch them)."""
         return None
 
+    async def after_dispatch(self, run: Any, iteration: int, outcomes: list[Any]) -> None:
+        """Called after a turn's tool calls were decided (and the allowed ones ran)."""
+
     async def on_idle(self, run: Any, iteration: int) -> dict[str, Any] | None:
         """A turn would end the loop: ``None`` to let it (see the module docstring)."""
         return None
@@ -58,6 +64,7 @@ class CombinedHooks(LoopHook):
         self._seen: list[LoopHook] | None = None
         self._model_call: list[LoopHook] = []
         self._dispatch: list[LoopHook] = []
+        self._after: list[LoopHook] = []
 
     def add(self, hook: LoopHook) -> None:
         self.hooks.append(hook)
@@ -76,6 +83,7 @@ class CombinedHooks(LoopHook):
         self._seen = list(self.hooks)
         self._model_call = [h for h in self.hooks if _overrides(h, "before_model_call")]
         self._dispatch = [h for h in self.hooks if _overrides(h, "before_dispatch")]
+        self._after = [h for h in self.hooks if _overrides(h, "after_dispatch")]
 
     async def before_model_call(self, run: Any, iteration: int) -> None:
         self._per_turn()
@@ -95,6 +103,19 @@ class CombinedHooks(LoopHook):
             if directive is not None:
                 return cast("dict[str, Any]", directive)  # the first objection decides
         return None
+
+    def after_dispatch(  # type: ignore[override]
+        self, run: Any, iteration: int, outcomes: list[Any]
+    ) -> Awaitable[None] | None:
+        """``None`` when no hook listens (no coroutine per turn), else an awaitable."""
+        self._per_turn()
+        if not self._after:
+            return None
+        return self._after_all(run, iteration, outcomes)
+
+    async def _after_all(self, run: Any, iteration: int, outcomes: list[Any]) -> None:
+        for hook in self._after:
+            await hook.after_dispatch(run, iteration, outcomes)
 
     async def on_idle(self, run: Any, iteration: int) -> dict[str, Any] | None:
         for hook in self.hooks:

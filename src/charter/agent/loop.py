@@ -27,7 +27,7 @@ from .directives import apply_directive
 from .dispatch import Dispatcher, ToolOutcome
 from .extensions import install_extensions
 from .hooks import CombinedHooks
-from .judges import JudgeConfig
+from .judges import JUDGE_SYSTEM, JudgeConfig
 from .modelcall import ModelCalls
 from .options import (
     AgentOptionError,
@@ -38,6 +38,7 @@ from .options import (
     validate_simple,
 )
 from .projection import projections
+from .prompts import parse_prompts
 from .providers import LlmRequest, LlmResponse, Provider, ProviderError, get_provider
 from .providers.base import ToolCallRequest
 from .reasoning import fold_options as fold_reasoning
@@ -165,6 +166,10 @@ class _Config:
             "verify_completion_judge", o.get("verify_completion_judge"), 5
         )
         self.done_judge = JudgeConfig.parse("done_judge", o.get("done_judge"), None)
+        self.prompts = parse_prompts(o)  # agent.* prompt overrides
+        for judge in (self.verify_judge, self.done_judge):
+            if judge is not None and judge.system == JUDGE_SYSTEM:
+                judge.system = self.prompts.render("agent.completion_judge_system", judge.system)
         turn_policy = o.get("turn_policy") or {}
         if not isinstance(turn_policy, Mapping) or set(turn_policy) - {
             "require_action_or_yield",
@@ -215,11 +220,11 @@ class _Config:
         ):
             raise AgentOptionError("max_verify_attempts", "expected a positive integer")
         self.max_verify_attempts: int | None = verify_cap
-        self.output_schema: Mapping[str, Any] | None = None
+        self.output_schema: Any = None  # an OutputSpec (charter.agent.typed_output)
         if o.get("output_schema") is not None:
-            from .output_schema import check_schema
+            from .typed_output import OutputSpec
 
-            self.output_schema = check_schema(o["output_schema"])
+            self.output_schema = OutputSpec.parse(o["output_schema"])
         self.schema_retries: int = (
             o["schema_retries"]
             if o.get("schema_retries") is not None
@@ -307,11 +312,15 @@ class _Run:
         self._schemas: tuple[list[Tool], list[dict[str, Any]]] | None = None
         self.verify_vetoes = 0
         self.schema_attempts = 0
+        self.stream: Any = None  # the StreamHook, under agent_stream
+        self.output: Any = None  # the validated output_schema object
 
     # -- helpers --------------------------------------------------------------------
 
     def event(self, kind: str, **data: Any) -> None:
         self.events.append({"type": kind, **data})
+        if self.stream is not None:  # agent_stream is listening
+            self.stream.loop_event(kind, data)
 
     def required_missing(self) -> list[str | list[str]]:
         ok = set(self.tool_stats.successful)
@@ -552,6 +561,9 @@ class _Run:
                 outcomes = await self.dispatcher.dispatch(calls)
                 saw_tool_result = True
                 self.record_outcomes(iteration, outcomes, native_ids)
+                after = self.hooks.after_dispatch(self, iteration, outcomes)
+                if after is not None:  # audit sinks, streams
+                    await after
                 stall_check(self, iteration, calls)
             turn_info["tool_count"] = len(outcomes)
 
@@ -639,7 +651,12 @@ class _Run:
                 message = (
                     self.next_nudge
                     or cfg.nudge
-                    or _default_nudge(cfg.fmt, cfg.sentinel or cfg.yield_marker, allow_sentinel)
+                    or cfg.prompts.render(
+                        "agent.nudge",
+                        _default_nudge(cfg.fmt, cfg.sentinel or cfg.yield_marker, allow_sentinel),
+                        fmt=cfg.fmt,
+                        sentinel=cfg.sentinel or cfg.yield_marker,
+                    )
                 )
                 self.messages.append({"role": "user", "content": message})
             self.next_nudge = None
@@ -796,6 +813,7 @@ class _Run:
                 **self.transcript_extra,
             },
             extras=self.extras,
+            output=self.output,
         )
 
 
@@ -908,6 +926,7 @@ async def agent_turn_async(prompt: str, **options: Any) -> TurnResult:
         trace=base.trace,
         transcript=base.transcript,
         extras=base.extras,
+        output=base.output,
         iterations=[dict(t) for t in run.turns],
         judge_decisions=decisions,
     )

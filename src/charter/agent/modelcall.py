@@ -18,6 +18,7 @@ from typing import Any
 from . import telemetry
 from .callers import LlmCaller, checked_reply, with_retry
 from .providers import LlmRequest, ProviderError
+from .retrying import retry_replies
 
 
 class ModelCalls:
@@ -60,23 +61,25 @@ class ModelCalls:
 
     async def _direct(self, request: LlmRequest) -> dict[str, Any]:
         """``with_retry(default_llm_caller(provider))`` without the dicts between them."""
-        provider = self.run.provider
-        attempts = self.attempts
-        result: dict[str, Any] = {}
-        for attempt in range(attempts):
-            try:
-                value = await provider.complete(request)
-            except ProviderError as exc:
-                result = {"ok": False, "status": "provider_error", "error": exc}
-                if not exc.retryable:
-                    return result
-            except Exception as exc:  # a failure is a reply, not a crash
-                return {"ok": False, "status": "provider_error", "error": exc}
-            else:
-                return {"ok": True, "value": value}
-            if attempt + 1 < attempts:
-                await self.sleep(self.base_ms * (2**attempt) / 1000)
-        return result
+        first = await self._attempt(request)
+        if first["ok"] or self.attempts <= 1:
+            return first
+        return await retry_replies(
+            first,
+            lambda _attempt: self._attempt(request),
+            attempts=self.attempts,
+            base_ms=self.base_ms,
+            sleep=self.sleep,
+        )
+
+    async def _attempt(self, request: LlmRequest) -> dict[str, Any]:
+        try:
+            value = await self.run.provider.complete(request)
+        except ProviderError as exc:
+            return {"ok": False, "status": "provider_error", "error": exc}
+        except Exception as exc:  # a failure is a reply, not a crash (and not retried)
+            return {"ok": False, "status": "provider_error", "error": exc}
+        return {"ok": True, "value": value}
 
 
 async def _reply(caller: LlmCaller, call: dict[str, Any]) -> dict[str, Any]:

@@ -135,6 +135,17 @@ KNOWN_OPTIONS: dict[str, Any] = {
     "consolidate_on_idle": False,
     "idle_watchdog_attempts": None,
     "system_reminders": None,
+    # features as values (charter.agent.hooks.LoopHook instances), after the built-in ones
+    "hooks": None,
+    # parent-side worker control (seed 001): the lifecycle tools with subagent_pause /
+    # subagent_resume / subagent_stop
+    "subagents": False,
+    "subagent_tools": False,
+    # audit sinks flush in the background while the next turn starts (drained at the end)
+    "prefetch_next_turn": False,
+    # the loop's own prompts by logical id (charter.agent.prompts)
+    "prompts": None,
+    "prompt_overrides": None,
 }
 
 TOOL_FORMATS = ("native", "text", "none")

@@ -12,7 +12,7 @@ Captain layers (opt-in; each needs its dependency, and an explicit ``tool_caller
   that auto-approves tools of kind read/search/fetch/think and read-only tools and asks
   for everything else: without a ``consent`` callable those calls are refused;
 - ``audit_sink`` (a callable): every tool call's record ``{tool, arguments, status,
-  result}`` after it ran;
+  result, decision, call_id, iteration}`` after its turn, denied calls included;
 - ``rate_limit`` (``{max_calls, per_seconds?, message?}``): ``with_rate_limit`` on model
   calls; ``oncall_captain`` defaults to 50;
 - ``dry_run`` (``True`` or ``with_dry_run`` options): model calls are recorded, not sent;
@@ -22,13 +22,11 @@ Captain layers (opt-in; each needs its dependency, and an explicit ``tool_caller
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from charter.policy import ToolCall
-
+from .audit import AuditSinkHook
 from .callers import (
     call_caller,
     compose,
@@ -155,33 +153,6 @@ def _callable(key: str, value: Any) -> Any:
     return value
 
 
-def _audit_layer(sink: Any) -> Any:
-    sink = _callable("audit_sink", sink)
-
-    def middleware(executor: Any) -> Any:
-        async def audited(call: ToolCall) -> Any:
-            status, out = "error", None
-            try:
-                out = executor(call)
-                if inspect.isawaitable(out):
-                    out = await out
-                status = out.get("status", "ok") if isinstance(out, Mapping) else "ok"
-                return out
-            finally:
-                sink(
-                    {
-                        "tool": call.name,
-                        "arguments": dict(call.arguments),
-                        "status": status,
-                        "result": out,
-                    }
-                )
-
-        return audited
-
-    return middleware
-
-
 def _logging_layer(sink: Any) -> Any:
     sink = _callable("logging_sink", sink)
 
@@ -214,7 +185,9 @@ def _layers(out: dict[str, Any], layers: dict[str, Any]) -> None:
         out.setdefault("approval_policy", {"rules": [], "default": "ask"})
         out["on_escalation"] = lambda request: consent(request)
     if "audit_sink" in layers and out.get("tool_caller") is None:
-        out["tool_caller"] = _audit_layer(layers["audit_sink"])
+        # a loop hook, not tool-caller middleware: denied and refused calls are recorded too
+        sink = AuditSinkHook(_callable("audit_sink", layers["audit_sink"]))
+        out["hooks"] = [*(out.get("hooks") or ()), sink]
     if out.get("llm_caller") is not None:
         return  # an explicit llm_caller opts out of the model-call layers
     middlewares: list[Any] = []

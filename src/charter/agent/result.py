@@ -78,6 +78,9 @@ class AgentResult:
     trace: dict[str, Any] = field(default_factory=dict)
     transcript: dict[str, Any] = field(default_factory=dict)
     extras: dict[str, Any] = field(default_factory=dict)
+    #: The validated answer when ``output_schema`` is a type (a model instance, a
+    #: dataclass, ...) or a JSON Schema (the data); ``to_dict`` has its JSON as ``data``.
+    output: Any = field(default=None, compare=False)
 
     @property
     def ok(self) -> bool:

@@ -24,6 +24,7 @@ from typing import Any
 
 from charter.policy import Policy
 
+from . import telemetry
 from .options import AgentOptionError
 from .subagents import _jsonable, sub_agent_request, sub_agent_transcript
 from .tools import Tool
@@ -67,7 +68,7 @@ async def suspend_agent(
         "handle": worker.handle(),
         "reason": reason,
         "initiator": initiator,
-        "conditions": None,
+        "conditions": worker.resume_when,
         "iterations_completed": int(((last or {}).get("llm") or {}).get("iterations", 0)),
         "snapshot_path": str(target),
     }
@@ -90,6 +91,10 @@ def write_snapshot(
     if last and last.get("transcript"):
         full = sub_agent_transcript(last["transcript"]) or {}
         messages = [m for m in full.get("messages", []) if _jsonable(m)]
+        if worker.transcript_mode == "compact":  # compacted before it is persisted
+            from .workers import compacted
+
+            messages = compacted(messages)
     req = worker.request
     snapshot = {
         "version": SNAPSHOT_VERSION,
@@ -98,7 +103,7 @@ def write_snapshot(
         "status": "suspended",
         "reason": reason,
         "initiator": initiator,
-        "conditions": None if conditions is None else dict(conditions),
+        "conditions": dict(conditions) if conditions is not None else worker.resume_when,
         "task": req.task,
         "pending_task": req.task if interrupted else None,
         "system": req.system,
@@ -112,6 +117,8 @@ def write_snapshot(
         "options": {k: v for k, v in req.options.items() if _jsonable(v)},
         "cycles": len(worker.cycles),
         "suspended_at": time.time(),
+        # the run's trace, continued by whoever resumes it (any process)
+        "trace_context": telemetry.inject(),
     }
     target = Path(path) if path is not None else default_dir() / f"{worker.id}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -183,10 +190,11 @@ async def resume_agent(
         session_id=f"{str(snap.get('session_id') or snap['id']).split('.')[0]}.r",
         **opts,
     )
-    return await spawn_request(
-        req,
-        str(snap.get("transcript_mode") or "inherit"),
-        pool=pool,
-        worker_id=str(snap["id"]),
-        messages=messages,
-    )
+    with telemetry.attached(snap.get("trace_context")):  # the worker task copies it
+        return await spawn_request(
+            req,
+            str(snap.get("transcript_mode") or "inherit"),
+            pool=pool,
+            worker_id=str(snap["id"]),
+            messages=messages,
+        )

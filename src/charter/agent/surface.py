@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from charter.policy import current_stack, decide_current_resource
+from charter.policy import ToolCall, current_stack, decide_current_visibility
 
 from .providers.base import LlmRequest, new_request
 from .textmode import tool_contract
@@ -28,6 +28,8 @@ def next_request(run: Any, iteration: int, all_tools: list[Tool]) -> LlmRequest:
     messages, system = run.prompt_messages(iteration, system)
     llm_options = {**cfg.llm_options, **run.next_llm_options}
     run.next_llm_options = {}
+    if cfg.output_schema is not None:  # providers lower it to native structured output
+        llm_options["output_schema"] = cfg.output_schema.native()
     model, run.next_model = run.next_model or cfg.model, None
     return new_request(
         model,
@@ -62,25 +64,40 @@ def effective_system(run: Any, tools: list[Tool]) -> str | None:
         or run.active_skills
         or cfg.scope is not None
         or run.system_tail
+        or cfg.output_schema is not None
     ):
         return run.system or None  # the caller's prompt alone (what joining it gives)
     parts = [run.system] if run.system else []
+    prompts = cfg.prompts  # agent.* overrides (charter.agent.prompts)
     if cfg.loop_until_done:
-        parts.append(loop_contract(cfg.fmt, cfg.sentinel))
+        contract = loop_contract(cfg.fmt, cfg.sentinel)
+        parts.append(
+            prompts.render("agent.loop_contract", contract, fmt=cfg.fmt, sentinel=cfg.sentinel)
+        )
     if cfg.fmt == "text" and tools:
-        parts.append(tool_contract([t.schema() for t in tools], cfg.sentinel))
+        schemas = [t.schema() for t in tools]
+        text = tool_contract(schemas, cfg.sentinel)
+        parts.append(
+            prompts.render("agent.tool_contract_text", text, tools=schemas, sentinel=cfg.sentinel)
+        )
     for skill in run.active_skills:
         parts.append(f'<skill name="{skill.name}">\n{skill.prompt}\n</skill>')
     if cfg.scope is not None:
         block = cfg.scope.prompt_block()
         if block:
             parts.append(block)
+    if cfg.output_schema is not None:
+        parts.append(cfg.output_schema.instruction())
     parts.extend(v for v in run.system_tail.values() if v)
     return "\n\n".join(parts) if parts else None
 
 
 def visible_tools(run: Any, tools: list[Tool]) -> list[Tool]:
-    """The tool surface the model sees: tools the active stack allows by name.
+    """The tool surface the model sees: tools the active stack may offer, by the same
+    visibility decision launch uses (name, MCP server and side-effect level, see
+    :func:`charter.policy.decide_visibility`): a tool above the level ceiling is not
+    offered only to be denied. Hiding is not enforcing: every call is still decided at
+    dispatch, arguments included.
 
     Recomputed only when the stack (the same tuple object until a frame is pushed or
     popped), the tools (by identity) or the narrowed set changed; turns in between reuse it.
@@ -98,7 +115,8 @@ def visible_tools(run: Any, tools: list[Tool]) -> list[Tool]:
     visible = [
         t
         for t in tools
-        if t.name.lower() not in hidden and decide_current_resource("tools", t.name).allowed
+        if t.name.lower() not in hidden
+        and decide_current_visibility(ToolCall(t.name, {}, t.annotations)).allowed
     ]
     run._visible = (stack, tuple(map(id, tools)), frozenset(hidden), visible)
     run._schemas = None

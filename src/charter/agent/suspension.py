@@ -25,6 +25,7 @@ from typing import Any
 from charter.policy import current_stack
 from charter.policy.effective import combined_policy
 
+from . import telemetry
 from .hooks import LoopHook
 from .options import AgentOptionError
 from .tools import Tool, make_tool
@@ -187,6 +188,7 @@ class SuspensionHook(LoopHook):
             "options": {},
             "cycles": 1,
             "suspended_at": time.time(),
+            "trace_context": telemetry.inject(),
         }
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(".tmp")

@@ -164,4 +164,42 @@ def tool_attributes(outcome: Any) -> dict[str, Any]:
     }
 
 
-__all__ = ["annotate", "available", "error", "reset", "span", "tool_attributes", "tracer"]
+def inject() -> dict[str, str] | None:
+    """The current trace context as W3C headers (``traceparent``), to carry to another
+    process (a worker snapshot); ``None`` when no span is being recorded."""
+    if tracer() is None:
+        return None
+    from opentelemetry import propagate
+
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return carrier or None
+
+
+@contextmanager
+def attached(carrier: Mapping[str, str] | None) -> Iterator[None]:
+    """Make ``carrier``'s trace context current: spans started inside are its children
+    (a resumed worker continues the trace of the run that parked it)."""
+    if not carrier or tracer() is None:
+        yield
+        return
+    from opentelemetry import context, propagate
+
+    token = context.attach(propagate.extract(dict(carrier)))
+    try:
+        yield
+    finally:
+        context.detach(token)
+
+
+__all__ = [
+    "annotate",
+    "attached",
+    "available",
+    "error",
+    "inject",
+    "reset",
+    "span",
+    "tool_attributes",
+    "tracer",
+]

@@ -48,6 +48,12 @@ class Tool:
     #: ``{method, path, body}`` it would send): recorded by dry runs, proposals and
     #: approval requests in place of executing the call.
     preview: Callable[[Mapping[str, Any]], Any] | None = None
+    #: Checks (and coerces) a call's arguments before the policy decides it; built from
+    #: the handler's type hints by :func:`make_tool` (see :mod:`charter.agent.arguments`).
+    #: ``None``: the dispatcher validates against ``parameters``.
+    validator: Callable[[Mapping[str, Any]], dict[str, Any]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     def schema(self) -> dict[str, Any]:
         """The provider-neutral function schema ``{name, description, parameters}``."""
@@ -129,20 +135,29 @@ def make_tool(
     side_effect_level: str | SideEffectLevel | None = None,
     kind: str | None = None,
 ) -> Tool:
-    """Build a :class:`Tool` from a callable; schema from its signature unless given.
+    """Build a :class:`Tool` from a callable; schema and validator from its type hints
+    unless ``parameters`` is given (then calls are validated against that schema).
 
     Without explicit annotations, a name in :data:`charter.policy.BUILTIN_TOOLS` takes
     its catalog annotations; anything else declares nothing (and so counts as network).
     """
     tool_name = name or func.__name__
     doc = inspect.getdoc(func) or ""
+    validator = None
+    if parameters is None:
+        from .arguments import from_signature
+
+        schema, validator = from_signature(func, tool_name)
+    else:
+        schema = dict(parameters)
     return Tool(
         name=tool_name,
         handler=func,
         description=description if description is not None else doc.split("\n\n")[0],
-        parameters=dict(parameters) if parameters is not None else schema_from_signature(func),
+        parameters=schema,
         annotations=_annotations(tool_name, annotations, side_effect_level, kind),
         is_async=inspect.iscoroutinefunction(func),
+        validator=validator,
     )
 
 

@@ -38,7 +38,7 @@ from .subagents import (
 from .tools import Tool, as_tools
 from .worktrees import Worktree, create_worktree, parse_execution, remove_worktree
 
-TRANSCRIPT_MODES = ("inherit", "fork", "reset")
+TRANSCRIPT_MODES = ("inherit", "fork", "reset", "compact")
 _CONFIG_KEYS = (
     "task",
     "name",
@@ -79,6 +79,7 @@ class Worker:
     granted: int | None = None
     parent_id: str | None = None
     worktree: Worktree | None = None
+    resume_when: dict[str, Any] | None = None
     cycles: list[dict[str, Any]] = field(default_factory=list)
     task: asyncio.Task[dict[str, Any]] | None = field(default=None, repr=False)
     created_at: float = field(default_factory=time.time)
@@ -105,6 +106,7 @@ class Worker:
             "worktree": None if self.worktree is None else self.worktree.to_dict(),
             "summary": None if last is None else last.get("summary"),
             "created_at": self.created_at,
+            "resume_when": self.resume_when,
         }
 
 
@@ -129,6 +131,19 @@ _POOL = WorkerPool()
 _CURRENT: ContextVar[str | None] = ContextVar("charter_current_worker", default=None)
 #: The session id of that worker's own loop.
 _CURRENT_SESSION: ContextVar[str | None] = ContextVar("charter_worker_session", default=None)
+
+
+def compacted(messages: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """``carry.transcript_mode: "compact"``: the completed cycle's transcript as one
+    deterministic abbreviated summary (charter.agent.compaction's ``truncate``), so the
+    next cycle inherits what happened without its full history (and no tool call is left
+    without its result)."""
+    from .compaction import truncate_summary
+
+    if not messages:
+        return []
+    summary = truncate_summary([dict(m) for m in messages])
+    return [{"role": "user", "content": f"[compacted transcript of your last cycle]\n{summary}"}]
 
 
 def current_worker_id(session_id: str | None = None) -> str | None:
@@ -158,7 +173,7 @@ def _parse(config: Mapping[str, Any]) -> tuple[SubAgentRequest, str]:
     extra = config.get("options") or {}
     if not isinstance(extra, Mapping):
         raise AgentOptionError("spawn_agent.options", "expected a dict of agent_loop options")
-    opts: dict[str, Any] = dict(extra)
+    opts: dict[str, Any] = {k: v for k, v in extra.items() if k != "resume_when"}
     for key in (
         "name",
         "system",
@@ -223,15 +238,39 @@ def _start(
     worker.task = asyncio.get_running_loop().create_task(body(), name=f"charter-{worker.id}")
 
 
+def _resume_when(config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``options.resume_when``: the ResumeConditions shape self-parking uses."""
+    from .suspension import parse_resume_conditions
+
+    extra = config.get("options") if isinstance(config, Mapping) else None
+    if not isinstance(extra, Mapping) or extra.get("resume_when") is None:
+        return None
+    try:
+        return parse_resume_conditions(extra["resume_when"])
+    except AgentOptionError as exc:  # name the path inside the worker config
+        raise AgentOptionError(
+            f"spawn_agent.options.resume_when{exc.option.removeprefix('resume_conditions')}",
+            str(exc).partition(f"'{exc.option}': ")[2],
+        ) from None
+
+
 async def spawn_agent(
     config: Mapping[str, Any], *, pool: WorkerPool | None = None
 ) -> dict[str, Any]:
     """Start a worker from ``{task, name?, system?, tools?, allowed_tools?, policy?,
-    token_budget?, returns?, carry?, provider?, model?, options?}``; return its handle."""
+    token_budget?, returns?, carry?, provider?, model?, options?, execution?}``; return
+    its handle. ``options.resume_when`` (``{trigger?, timeout?, on_event?}``, validated
+    by :func:`~charter.agent.suspension.parse_resume_conditions`) is kept on the worker
+    and becomes the ``conditions`` of a snapshot that names none."""
+    resume_when = _resume_when(config)
     execution = parse_execution(config.get("execution")) if isinstance(config, Mapping) else None
     if execution is None:
         req, mode = _parse(config)
-        return await spawn_request(req, mode, pool=pool)
+        handle = await spawn_request(req, mode, pool=pool)
+        if resume_when is not None:
+            (pool or _POOL).workers[handle["id"]].resume_when = resume_when
+            handle["resume_when"] = resume_when
+        return handle
     worker_id = f"worker_{uuid.uuid4().hex[:12]}"
     tree = create_worktree(execution, worker_id)
     try:
@@ -246,6 +285,7 @@ async def spawn_agent(
         raise
     worker = (pool or _POOL).workers[worker_id]
     worker.worktree = tree
+    worker.resume_when = resume_when
     return worker.handle()
 
 
@@ -316,6 +356,8 @@ async def send_input(
         messages = list(full.get("messages", []))
         if worker.transcript_mode == "fork":
             parent_tid = str(last["transcript"]["id"])
+        elif worker.transcript_mode == "compact":
+            messages = list(compacted(messages))
     cycle = len(worker.cycles) + 1
     base = worker.request.session_id.split(".")[0]
     req = replace(worker.request, task=task, session_id=f"{base}.{cycle}")

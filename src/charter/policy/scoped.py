@@ -102,6 +102,12 @@ def _describe(value: object) -> str:
     return type(value).__name__ if not callable(value) else f"callable {value!r}"
 
 
+def _one(key: str, in_dict: Any, keyword: Any) -> Any:
+    if in_dict is not None and keyword is not None and in_dict != keyword:
+        raise TypeError(f"with_scoped_executor: {key} given twice, in the dict and as a keyword")
+    return in_dict if in_dict is not None else keyword
+
+
 def with_scoped_executor(
     executor: Callable[[ToolCall], R] | Policy | Mapping[str, Any] | None = None,
     policy: Policy | Mapping[str, Any] | None = None,
@@ -118,7 +124,9 @@ def with_scoped_executor(
     executor. ``with_scoped_executor(policy_or_options, ...)`` (a :class:`Policy`, a
     policy dict, or nothing but keywords) returns the middleware itself, so
     ``agent_loop(..., tool_caller=with_scoped_executor({"tools": ["look"]}))`` works
-    as the seed writes it. Anything else is a :class:`TypeError` naming what was given.
+    as the seed writes it; the dict may use the stages' vocabulary too
+    (``{"allowed_tools": [...], "side_effect_level": ..., "stage": ...}``). Anything
+    else is a :class:`TypeError` naming what was given.
 
     The scope is ``policy`` narrowed by ``allowed_tools`` and ``side_effect_level``. A
     denied call never reaches ``executor``: it returns the ``scope_violation`` receipt
@@ -128,6 +136,16 @@ def with_scoped_executor(
     """
     if on_violation not in ("reject", "raise"):
         raise ValueError(f"on_violation: expected 'reject' or 'raise', got {on_violation!r}")
+    if isinstance(executor, Mapping):
+        # the seed's stage vocabulary in the options dict: {allowed_tools, side_effect_level,
+        # stage} next to (or instead of) policy fields
+        spec = dict(executor)
+        allowed_tools = _one("allowed_tools", spec.pop("allowed_tools", None), allowed_tools)
+        side_effect_level = _one(
+            "side_effect_level", spec.pop("side_effect_level", None), side_effect_level
+        )
+        stage = _one("stage", spec.pop("stage", None), stage)
+        executor = spec or None
     if executor is None or isinstance(executor, (Policy, Mapping)):
         if policy is not None:
             raise TypeError(

@@ -19,7 +19,10 @@ def sdk_error(exc: BaseException, provider: str, sdk: Any) -> ProviderError:
     kind = type(exc).__name__
     message = str(getattr(exc, "message", None) or exc) or kind
     if isinstance(exc, getattr(sdk, "APIStatusError", ())):
+        from ..retrying import parse_retry_after
+
         category = classify_status(status)
+        response = getattr(exc, "response", None)
         return ProviderError(
             message,
             category=category,
@@ -27,6 +30,7 @@ def sdk_error(exc: BaseException, provider: str, sdk: Any) -> ProviderError:
             kind=kind,
             status_code=status,
             provider=provider,
+            retry_after=parse_retry_after(getattr(response, "headers", None)),
         )
     if isinstance(exc, getattr(sdk, "APITimeoutError", ())):
         return ProviderError(

@@ -6,10 +6,13 @@ inject one. SDK retries are off: retries belong to the loop's ``llm_caller``.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
 from .. import reasoning
+from ..streaming import current_sink, emit_reasoning, emit_text
+from ..typed_output import OUTPUT_TOOL, output_tool
 from ._errors import parse_arguments, sdk_error
 from ._sdk import fit_to_sdk
 from .base import LlmRequest, LlmResponse, ProviderError, ToolCallRequest
@@ -110,6 +113,16 @@ class AnthropicProvider:
             choice = request.tool_choice
             if choice in ("auto", "any", "none"):
                 payload["tool_choice"] = {"type": choice}
+        native = options.get("output_schema")
+        if isinstance(native, dict):
+            # typed output, tool-forced: the answer is the input of a final_result call,
+            # so every turn calls a tool (that one alone when there are no others); the
+            # caller's own tool_choice wins, and extended thinking refuses forced tools
+            payload["tools"] = [*payload.get("tools", []), output_tool(native)]
+            if request.tool_choice is None and "thinking" not in lowered.params:
+                payload["tool_choice"] = (
+                    {"type": "any"} if request.tools else {"type": "tool", "name": OUTPUT_TOOL}
+                )
         if "temperature" in options:
             payload["temperature"] = options["temperature"]
         payload.update(lowered.params)  # thinking, and max_tokens above its budget
@@ -119,7 +132,8 @@ class AnthropicProvider:
         extra = {
             k: v
             for k, v in options.items()
-            if k not in payload and k not in ("tool_choice", "stream", "max_tokens")
+            if k not in payload
+            and k not in ("tool_choice", "stream", "max_tokens", "output_schema")
         }
         if extra:
             payload["extra_body"] = extra
@@ -131,7 +145,7 @@ class AnthropicProvider:
         import anthropic
 
         try:
-            if self.stream:
+            if self.stream or current_sink() is not None:  # agent_stream listens
                 return await self._stream(request)
             message = await self.client().messages.create(**self.payload(request))
         except ProviderError:
@@ -153,6 +167,9 @@ class AnthropicProvider:
             elif block.type == "tool_use":
                 args, err = parse_arguments(block.input)
                 calls.append(ToolCallRequest(block.id, block.name, args, err))
+        calls, answer = _answer(calls)
+        if answer is not None:
+            text = [answer]
         return LlmResponse(
             text="".join(text),
             tool_calls=tuple(calls),
@@ -189,10 +206,12 @@ class AnthropicProvider:
                 delta = event.delta
                 if delta.type == "text_delta":
                     text.append(delta.text)
+                    emit_text(delta.text)
                 elif delta.type == "input_json_delta":
                     blocks[event.index]["json"] += delta.partial_json
                 elif delta.type == "thinking_delta":
                     thoughts[event.index]["thinking"] += delta.thinking
+                    emit_reasoning(delta.thinking)
                 elif delta.type == "signature_delta":
                     thoughts[event.index]["signature"] += delta.signature
             elif kind == "message_delta":
@@ -204,6 +223,10 @@ class AnthropicProvider:
             b = blocks[index]
             args, err = parse_arguments(b["json"] or "{}")
             calls.append(ToolCallRequest(b["id"], b["name"], args, err))
+        calls, answer = _answer(calls)
+        if answer is not None:
+            text = [answer]
+            emit_text(answer)
         return LlmResponse(
             "".join(text),
             tuple(calls),
@@ -213,3 +236,13 @@ class AnthropicProvider:
             model,
             reasoning=tuple(thoughts[i] for i in sorted(thoughts)),
         )
+
+
+def _answer(calls: list[ToolCallRequest]) -> tuple[list[ToolCallRequest], str | None]:
+    """A ``final_result`` call is the typed answer, not a tool call: its input becomes
+    the turn's text (the loop validates it like any final answer)."""
+    for call in calls:
+        if call.name == OUTPUT_TOOL:
+            rest = [c for c in calls if c is not call]
+            return rest, json.dumps(dict(call.arguments))
+    return calls, None

@@ -112,7 +112,9 @@ class ProviderError(CharterError):
     """A failed provider request, classified so the loop can report it as a dict.
 
     ``category``: ``rate_limit`` | ``server`` | ``client`` | ``auth`` | ``protocol`` |
-    ``connection`` | ``timeout`` | ``scripted``. ``retryable`` drives ``with_retry``.
+    ``connection`` | ``timeout`` | ``scripted``. ``retryable`` drives ``with_retry``;
+    ``retry_after`` is the server's ``Retry-After`` in seconds (the retry waits at least
+    that long, see :mod:`charter.agent.retrying`).
     """
 
     def __init__(
@@ -125,6 +127,7 @@ class ProviderError(CharterError):
         status_code: int | None = None,
         retryable: bool | None = None,
         provider: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -138,6 +141,8 @@ class ProviderError(CharterError):
             else category in ("rate_limit", "server", "connection", "timeout")
         )
         self.provider = provider
+        #: Seconds the server asked the client to wait (``Retry-After``), when it said.
+        self.retry_after = retry_after
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -146,6 +151,7 @@ class ProviderError(CharterError):
             "kind": self.kind,
             "message": self.message,
             "status_code": self.status_code,
+            "retry_after": self.retry_after,
         }
 
 

@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..streaming import current_sink, emit_text
 from .base import LlmRequest, LlmResponse, ProviderError, ToolCallRequest
 
 Entry = str | Mapping[str, Any] | LlmResponse | Callable[[LlmRequest], Any]
@@ -166,7 +167,10 @@ class MockProvider:
         entry = self._next(request)
         if callable(entry) and not isinstance(entry, LlmResponse):
             entry = entry(request)
-        return self._response(entry, request)
+        response = self._response(entry, request)
+        if response.text and current_sink() is not None:
+            emit_text(response.text)  # a scripted turn streams as one delta
+        return response
 
     def _response(self, entry: Any, request: LlmRequest) -> LlmResponse:
         if isinstance(entry, LlmResponse):

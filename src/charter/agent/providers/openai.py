@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from .. import reasoning
+from ..streaming import current_sink, emit_reasoning, emit_text
 from ._errors import parse_arguments, sdk_error
 from ._sdk import fit_to_sdk
 from .base import LlmRequest, LlmResponse, ProviderError, ToolCallRequest
@@ -70,13 +71,50 @@ class OpenAIProvider:
             )
         return self._client
 
+    async def context_window(self, model: str | None) -> int | None:
+        """The model's context window as the server reports it (Ollama's ``/api/show``:
+        the ``num_ctx`` the model is served with, else its ``<arch>.context_length``);
+        ``None`` where the API does not say (OpenAI's models endpoint has no window)."""
+        if self.name != "ollama" or not model:
+            return None
+        import asyncio
+        import urllib.request
+
+        base = (self.base_url or "").rstrip("/")
+        base = base[: -len("/v1")] if base.endswith("/v1") else base
+
+        def show() -> dict[str, Any]:
+            body = json.dumps({"model": model}).encode()
+            req = urllib.request.Request(
+                f"{base}/api/show", body, {"content-type": "application/json"}
+            )
+            with urllib.request.urlopen(req, timeout=self.timeout) as reply:
+                data: dict[str, Any] = json.loads(reply.read())
+                return data
+
+        try:
+            info = await asyncio.to_thread(show)
+        except (OSError, ValueError):
+            return None
+        for line in str(info.get("parameters") or "").splitlines():
+            key, _, value = line.strip().partition(" ")
+            if key == "num_ctx" and value.strip().isdigit():
+                return int(value.strip())
+        details = info.get("model_info") or {}
+        arch = details.get("general.architecture")
+        length = details.get(f"{arch}.context_length") if arch else None
+        return int(length) if isinstance(length, int) and length > 0 else None
+
     async def complete(self, request: LlmRequest) -> LlmResponse:
         import openai
 
+        streaming = self.stream or current_sink() is not None  # agent_stream listens
         try:
             if self.api == "responses":
+                if streaming:
+                    return await self._responses_stream(request)
                 return await self._responses(request)
-            if self.stream:
+            if streaming:
                 return await self._chat_stream(request)
             return await self._chat(request)
         except ProviderError:
@@ -131,7 +169,17 @@ class OpenAIProvider:
             if key in options:
                 payload[key] = options[key]
         payload.update(lowered.params)
-        _extra(payload, options, ("tool_choice", "stream", "stream_options"))
+        native = options.get("output_schema")
+        if isinstance(native, dict):  # typed output: OpenAI's structured outputs
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": native["name"],
+                    "schema": native["schema"],
+                    "strict": native["strict"],
+                },
+            }
+        _extra(payload, options, ("tool_choice", "stream", "stream_options", "output_schema"))
         from openai.resources.chat.completions import AsyncCompletions
 
         return fit_to_sdk(payload, AsyncCompletions.create)
@@ -173,6 +221,13 @@ class OpenAIProvider:
                 delta = choice.delta
                 if delta.content:
                     text.append(delta.content)
+                    emit_text(delta.content)
+                # OpenAI-compatible servers (vLLM, Ollama, DeepSeek) stream reasoning here
+                thought = getattr(delta, "reasoning_content", None) or getattr(
+                    delta, "reasoning", None
+                )
+                if isinstance(thought, str):
+                    emit_reasoning(thought)
                 for tc in delta.tool_calls or []:
                     slot = calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
                     if tc.id:
@@ -232,13 +287,62 @@ class OpenAIProvider:
         if "max_tokens" in options:  # the Responses API's name for the same limit
             payload["max_output_tokens"] = options.pop("max_tokens")
         payload.update(lowered.params)
-        _extra(payload, options, ("tool_choice", "stream"))
+        native = options.get("output_schema")
+        if isinstance(native, dict):  # typed output: the Responses API's text.format
+            payload["text"] = {
+                "format": {
+                    "type": "json_schema",
+                    "name": native["name"],
+                    "schema": native["schema"],
+                    "strict": native["strict"],
+                }
+            }
+        _extra(payload, options, ("tool_choice", "stream", "output_schema"))
         from openai.resources.responses import AsyncResponses
 
         return fit_to_sdk(payload, AsyncResponses.create)
 
+    async def _responses_stream(self, request: LlmRequest) -> LlmResponse:
+        stream = await self.client().responses.create(
+            **self._responses_payload(request), stream=True
+        )
+        final: Any = None
+        async for event in stream:
+            kind = getattr(event, "type", "")
+            if kind == "response.output_text.delta":
+                emit_text(event.delta)
+            elif kind in (
+                "response.reasoning_summary_text.delta",
+                "response.reasoning_text.delta",
+            ):
+                emit_reasoning(event.delta)
+            elif kind in ("response.completed", "response.incomplete"):
+                final = event.response
+            elif kind in ("response.failed", "error"):
+                detail = getattr(getattr(event, "response", None), "error", None) or event
+                raise ProviderError(
+                    str(getattr(detail, "message", None) or detail),
+                    category="server",
+                    reason="stream_failed",
+                    kind="ResponseFailed",
+                    provider=self.name,
+                )
+        if final is None:
+            raise ProviderError(
+                "the Responses stream ended without response.completed",
+                category="protocol",
+                reason="truncated_stream",
+                kind="TruncatedStream",
+                retryable=True,
+                provider=self.name,
+            )
+        return self._from_response(final)
+
     async def _responses(self, request: LlmRequest) -> LlmResponse:
         response = await self.client().responses.create(**self._responses_payload(request))
+        return self._from_response(response)
+
+    def _from_response(self, response: Any) -> LlmResponse:
         text: list[str] = []
         calls = []
         for item in response.output or []:
