@@ -22,7 +22,7 @@ from typing import Any
 
 from charter.policy import Policy, Rules, host_of
 
-from .translate import STRONG, Element, Translation
+from .translate import PARTIAL, STRONG, Element, Translation
 
 SANDBOX_MODES = ("auto", "always", "never")
 
@@ -192,12 +192,48 @@ def state_paths(tool: str, home: str, env: Mapping[str, str] | None = None) -> l
     return list(dict.fromkeys(paths))
 
 
-def enforced_by_sandbox(elements: Sequence[Element], gaps: Sequence[Element]) -> list[Element]:
-    """The elements with the gaps now held by the sandbox (strong, enforcer ``both``)."""
+def inexact_allows(policy: Policy, workspace: str, home: str) -> dict[str, list[str]]:
+    """``paths.<access>.allow`` -> the allow patterns a mount cannot enforce exactly (bare
+    names and globs, globs below a directory): the sandbox holds them only approximately,
+    so those elements stay below strong (and ``--strict-policy`` refuses them)."""
+    from charter.policy import make_context
+    from charter.sandbox.profile import inexact_patterns
+
+    ctx = make_context(workspace, home)
+    out: dict[str, list[str]] = {}
+    for access in ("read", "write"):
+        found = inexact_patterns(policy.paths.for_access(access), ctx)
+        if found:
+            out[f"paths.{access}.allow"] = found
+    return out
+
+
+def enforced_by_sandbox(
+    elements: Sequence[Element],
+    gaps: Sequence[Element],
+    inexact: Mapping[str, Sequence[str]] | None = None,
+) -> list[Element]:
+    """The elements with the gaps now held by the sandbox (strong, enforcer ``both``),
+    except an allow list with patterns no mount expresses (``inexact``: element key ->
+    patterns), which stays partial and says which patterns."""
     closing = {id(e) for e in gaps}
     out: list[Element] = []
     for e in elements:
-        if id(e) in closing:
+        approximate = (inexact or {}).get(e.key)
+        if id(e) in closing and approximate:
+            out.append(
+                dataclasses.replace(
+                    e,
+                    translation=(*e.translation, SANDBOX_LABEL),
+                    strength=PARTIAL,
+                    reason=f"no mount expresses {', '.join(map(repr, approximate))} (a bare "
+                    "name or glob matches at any depth or only some files): the sandbox "
+                    "mounts its deepest literal directory, never above the workspace; "
+                    f"the CLI alone: {e.strength}",
+                    enforcer="both" if e.translation else "sandbox",
+                )
+            )
+        elif id(e) in closing:
             out.append(
                 dataclasses.replace(
                     e,
@@ -296,6 +332,7 @@ __all__ = [
     "enforced_by_sandbox",
     "endpoint_hosts",
     "gap_elements",
+    "inexact_allows",
     "sandbox_policy",
     "spec",
     "wanted",
