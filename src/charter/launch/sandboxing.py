@@ -8,7 +8,8 @@ means ``never`` unless ``--sandbox`` says otherwise.
 
 The sandboxed CLI keeps what it needs: its own state and config directories writable, its
 temp files, and its model endpoint: the sandbox's network rules are the persona's with
-the endpoint hosts of the CLI (and of any ``*_BASE_URL`` override) allowed, so with
+the endpoints of the CLI (and of any ``*_BASE_URL`` override) allowed as scheme, host and
+port (nothing wider: a base URL on 127.0.0.1 does not open its other ports), so with
 ``network.deny = ["*"]`` the CLI still reaches its model through charter's allow-listing
 proxy while everything the model asks for elsewhere is refused.
 """
@@ -20,7 +21,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from charter.policy import Policy, Rules, host_of
+from charter.policy import Policy, Rules
 
 from .translate import PARTIAL, STRONG, Element, Translation
 
@@ -98,19 +99,28 @@ def wanted(mode: str, policy: Policy, gaps: Sequence[Element]) -> bool:
 
 
 def endpoint_hosts(tool: str, env: Mapping[str, str], home: str | None = None) -> list[str]:
-    """The model endpoints' hosts: the CLI's defaults, the base-URL variables, and the
-    providers the CLI's own configuration names (codex ``config.toml``
+    """The model endpoints, each as ``scheme://host:port`` (a network rule allowing that
+    endpoint and nothing wider: a base URL on ``127.0.0.1:PORT`` must not open every
+    other port of the host): the CLI's defaults (https, 443), the base-URL variables,
+    and the providers the CLI's own configuration names (codex ``config.toml``
     ``model_providers.*.base_url``; opencode ``provider.*.options.baseURL`` in
     ``OPENCODE_CONFIG_CONTENT`` or its config file)."""
+    from charter.policy.network import parse_target, port_of
+
     urls = [env[var] for var in BASE_URL_VARS if env.get(var)]
     urls.extend(_configured_urls(tool, env, home))
-    hosts = list(ENDPOINTS.get(tool, ()))
+    rules = [f"https://{host}:443" for host in ENDPOINTS.get(tool, ())]
     for url in urls:
         try:
-            hosts.append(host_of(url))
+            host, scheme = parse_target(url)
+            port = port_of(url)
         except ValueError:
             continue
-    return list(dict.fromkeys(hosts))
+        if scheme is None or port is None:
+            continue  # not a URL: no endpoint to allow (the CLI cannot use it either)
+        shown = f"[{host}]" if ":" in host else host
+        rules.append(f"{scheme}://{shown}:{port}")
+    return list(dict.fromkeys(rules))
 
 
 def _configured_urls(tool: str, env: Mapping[str, str], home: str | None) -> list[str]:
@@ -159,12 +169,24 @@ def sandbox_policy(
     net = policy.network
     if not net.restricted:
         return policy
-    hosts = endpoint_hosts(tool, env, home)
-    allow = tuple(tuple(dict.fromkeys((*group, *hosts))) for group in net.allow) or (
-        (tuple(hosts),) if "*" in net.deny else ()
+    from charter.policy import host_of
+
+    endpoints = endpoint_hosts(tool, env, home)
+    hosts = {host_of(e) for e in endpoints}
+    allow = tuple(tuple(dict.fromkeys((*group, *endpoints))) for group in net.allow) or (
+        (tuple(endpoints),) if "*" in net.deny else ()
     )
-    deny = tuple(d for d in net.deny if d != "*" and d not in hosts)
+    deny = tuple(d for d in net.deny if d != "*" and _host(d) not in hosts)
     return dataclasses.replace(policy, network=Rules(allow, deny))
+
+
+def _host(rule: str) -> str | None:
+    from charter.policy import host_of
+
+    try:
+        return host_of(rule.split("://", 1)[-1].lstrip("*."))
+    except ValueError:
+        return None
 
 
 #: Environment variables that move a CLI's state: (variable, subdirectory under it).
