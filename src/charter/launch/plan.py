@@ -270,8 +270,17 @@ def build_plan(opts: LaunchOptions) -> Plan:
             translation.elements, gaps, sandboxing.inexact_allows(policy, workspace, home)
         )
         read_only = sandboxing.nest(spec.name, translation)
+        state_read = sandboxing.redirect_state(spec.name, env, home, tmpdir, translation)
         sandbox_spec = sandboxing.spec(
-            policy, spec.name, env, home, tmpdir, reasons, read_only=read_only
+            policy,
+            spec.name,
+            env,
+            home,
+            tmpdir,
+            reasons,
+            read_only=read_only,
+            state_read=state_read,
+            workspace=workspace,
         )
     defaults = _defaults(resolved, spec.name, notes)
     enforcing = has_policy or explicit_tier

@@ -6,9 +6,11 @@ whenever the policy restricts paths or network; ``never`` does not (and then
 ``--strict-policy`` refuses the gap, as before). A policy saying ``sandbox = "off"``
 means ``never`` unless ``--sandbox`` says otherwise.
 
-The sandboxed CLI keeps what it needs: its own state and config directories writable, its
-temp files, and its model endpoint: the sandbox's network rules are the persona's with
-the endpoints of the CLI (and of any ``*_BASE_URL`` override) allowed as scheme, host and
+The sandboxed CLI keeps what it needs without being able to plant what runs after it:
+its state moves into the launch's temp dir (:func:`redirect_state`; the user's state and
+config dirs are readable, not writable), its temp files stay writable, and its model
+endpoints are reachable: the sandbox's network rules are the persona's with the
+endpoints of the CLI (and of any ``*_BASE_URL`` override) allowed as scheme, host and
 port (nothing wider: a base URL on 127.0.0.1 does not open its other ports), so with
 ``network.deny = ["*"]`` the CLI still reaches its model through charter's allow-listing
 proxy while everything the model asks for elsewhere is refused.
@@ -23,6 +25,7 @@ from typing import Any
 
 from charter.policy import Policy, Rules
 
+from .planted import allowed_by_name
 from .translate import PARTIAL, STRONG, Element, Translation
 
 SANDBOX_MODES = ("auto", "always", "never")
@@ -46,13 +49,6 @@ BASE_URL_VARS = (
     "GEMINI_BASE_URL",
     "OPENCODE_BASE_URL",
 )
-#: Where each CLI keeps its state and configuration (relative to HOME).
-STATE_DIRS: dict[str, tuple[str, ...]] = {
-    "claude": (".claude", ".claude.json", ".config/claude"),
-    "codex": (".codex",),
-    "gemini": (".gemini",),
-    "opencode": (".local/share/opencode", ".config/opencode", ".cache/opencode"),
-}
 
 
 def gap_elements(elements: Sequence[Element]) -> list[Element]:
@@ -189,31 +185,6 @@ def _host(rule: str) -> str | None:
         return None
 
 
-#: Environment variables that move a CLI's state: (variable, subdirectory under it).
-STATE_ENV: dict[str, tuple[tuple[str, str], ...]] = {
-    "claude": (("CLAUDE_CONFIG_DIR", ""),),
-    "codex": (("CODEX_HOME", ""),),
-    "gemini": (),
-    "opencode": (
-        ("XDG_DATA_HOME", "opencode"),
-        ("XDG_CONFIG_HOME", "opencode"),
-        ("XDG_CACHE_HOME", "opencode"),
-        ("XDG_STATE_HOME", "opencode"),
-    ),
-}
-
-
-def state_paths(tool: str, home: str, env: Mapping[str, str] | None = None) -> list[str]:
-    """The CLI's state and config dirs: the defaults under HOME, and wherever the
-    environment moves them (``CODEX_HOME``, ``CLAUDE_CONFIG_DIR``, the XDG dirs)."""
-    paths = [os.path.join(home, rel) for rel in STATE_DIRS.get(tool, ())]
-    for var, sub in STATE_ENV.get(tool, ()):
-        value = (env or {}).get(var)
-        if value and os.path.isabs(value):
-            paths.append(os.path.join(value, sub) if sub else value)
-    return list(dict.fromkeys(paths))
-
-
 def inexact_allows(policy: Policy, workspace: str, home: str) -> dict[str, list[str]]:
     """``paths.<access>.allow`` -> the allow patterns a mount cannot enforce exactly (bare
     names and globs, globs below a directory): the sandbox holds them only approximately,
@@ -228,6 +199,87 @@ def inexact_allows(policy: Policy, workspace: str, home: str) -> dict[str, list[
         if found:
             out[f"paths.{access}.allow"] = found
     return out
+
+
+#: Subdirectories of a CLI's state dir that hold what one run writes (sessions, logs,
+#: caches): a sandboxed launch starts them empty in its own state dir instead of linking
+#: the user's (read-only inside the sandbox).
+STATE_SUBDIRS: dict[str, frozenset[str]] = {
+    "claude": frozenset(
+        {
+            "projects",
+            "todos",
+            "shell-snapshots",
+            "statsig",
+            "debug",
+            "session-env",
+            "logs",
+            "file-history",
+            "plans",
+            "ide",
+            "cache",
+            "telemetry",
+            "tasks",
+        }
+    ),
+    "codex": frozenset(
+        {"sessions", "archived_sessions", "log", "shell_snapshots", "tmp", ".tmp", "cache"}
+    ),
+    "gemini": frozenset({"tmp", "history"}),
+    "opencode": frozenset({"log", "storage", "snapshot", "tool-output"}),
+}
+
+
+def redirect_state(
+    tool: str, env: Mapping[str, str], home: str, tmpdir: str, translation: Translation
+) -> list[str]:
+    """Move the sandboxed CLI's state to the launch's own temp dir; return the user's
+    state dirs it was moved from (readable inside, never writable).
+
+    What a CLI keeps in its state dir runs after it: Claude's ``settings.json`` hooks, the
+    MCP servers in ``~/.claude.json``, codex's ``config.toml``, gemini's settings,
+    opencode's plugins and the binaries it downloads. The launch's copy mirrors the user's
+    (files copied, so the CLI may rewrite them; directories linked, read-only; the
+    :data:`STATE_SUBDIRS` a run writes start empty) and goes away with the launch.
+    """
+    sources: list[str] = []
+
+    def mirror(name: str, source: str) -> None:
+        if name not in translation.mirrors:
+            translation.mirrors[name] = source
+        sources.append(translation.mirrors[name])
+
+    if tool == "claude":
+        own = env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
+        mirror("claude-home", own)
+        # without CLAUDE_CONFIG_DIR, claude keeps .claude.json in HOME
+        mirror(
+            "claude-home/.claude.json",
+            os.path.join(own if env.get("CLAUDE_CONFIG_DIR") else home, ".claude.json"),
+        )
+        translation.env["CLAUDE_CONFIG_DIR"] = os.path.join(tmpdir, "claude-home")
+    elif tool == "codex":
+        mirror("codex-home", env.get("CODEX_HOME") or os.path.join(home, ".codex"))
+        translation.env["CODEX_HOME"] = os.path.join(tmpdir, "codex-home")
+    elif tool == "gemini":
+        user = env.get("GEMINI_CLI_HOME") or home
+        mirror("gemini-home/.gemini", os.path.join(user, ".gemini"))
+        translation.env["GEMINI_CLI_HOME"] = os.path.join(tmpdir, "gemini-home")
+    elif tool == "opencode":
+        for var, default in (
+            ("XDG_DATA_HOME", ".local/share"),
+            ("XDG_CACHE_HOME", ".cache"),
+            ("XDG_STATE_HOME", ".local/state"),
+        ):
+            base = env.get(var) or os.path.join(home, default)
+            name = f"opencode-{var.split('_')[1].lower()}"
+            mirror(f"{name}/opencode", os.path.join(base, "opencode"))
+            translation.env[var] = os.path.join(tmpdir, name)
+        # the config dir (opencode.json, plugins, agents) stays where it is, read-only
+        sources.append(
+            os.path.join(env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"), "opencode")
+        )
+    return list(dict.fromkeys(sources))
 
 
 def enforced_by_sandbox(
@@ -326,6 +378,8 @@ def spec(
     reasons: list[str],
     *,
     read_only: bool = False,
+    state_read: Sequence[str] = (),
+    workspace: str | None = None,
 ) -> dict[str, Any]:
     """What the runner needs to build the sandbox (JSON: it goes into the launch cache).
 
@@ -336,7 +390,14 @@ def spec(
         policy = dataclasses.replace(policy, paths=paths)
     return {
         "policy": sandbox_policy(policy, tool, env, home).to_dict(),
-        "extra_writable": [*state_paths(tool, home, env), tmpdir],
+        # the CLI's state is moved into the temp dir (redirect_state): nothing of the
+        # user's is writable beyond what the policy allows
+        "extra_writable": [tmpdir],
+        "state_read": list(state_read),
+        # files that run later the persona allows writing by name (charter.launch.planted)
+        "runs_later_allowed": allowed_by_name(
+            policy.paths.for_access("write").allow, workspace or os.getcwd(), home
+        ),
         "reasons": reasons,
         # the dimensions that make a missing sandbox a refusal (charter.sandbox.sandbox_for)
         "needed": [
@@ -355,6 +416,7 @@ __all__ = [
     "endpoint_hosts",
     "gap_elements",
     "inexact_allows",
+    "redirect_state",
     "sandbox_policy",
     "spec",
     "wanted",

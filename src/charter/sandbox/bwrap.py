@@ -222,7 +222,7 @@ def bwrap_argv(
     binds: Sequence[tuple[str, str]] = (),
     helper: str | None = None,
     landlock_abi: int | None = None,
-    writable_binds: Sequence[str] = (),
+    writable_binds: Sequence[str | tuple[str, str]] = (),
 ) -> Wrapped:
     """The full argv running ``command`` under ``profile``: a :class:`Wrapped`, to run
     with its ``pass_fds``.
@@ -235,7 +235,9 @@ def bwrap_argv(
     default (no TIOCSTI into the caller's terminal).
 
     ``writable_binds`` are directories of the caller (a launch's temp dir) bound
-    read-write when the profile lets them be written, even under a private ``/run``.
+    read-write when the profile lets them be written, even under a private ``/run``; a
+    ``(source, target)`` pair binds the caller's ``source`` read-write at ``target`` (a
+    throwaway directory standing in for one that must not be written).
 
     ``helper`` is the compiled ``landlock_exec`` (:func:`charter.sandbox.landlock.build_helper`):
     when given, it bridges the proxy port and, with ``landlock_abi``, applies the
@@ -284,12 +286,13 @@ def bwrap_argv(
         # each a mount point, so it cannot be renamed or removed; before the masks and
         # read-only paths beneath it (a later bind would cover them)
         argv += ["--bind", path, path]
-    for path in writable_binds:
+    for item in writable_binds:
         # the caller's own writable directories (a launch's temp dir), also when they
         # sit under a directory the sandbox makes private (/run as root): among the
         # profile's writable roots, or everything is writable (masks still apply below)
+        source, path = (item, item) if isinstance(item, str) else item
         if all_writable or any(_under(path, w) for w in profile.writable):
-            argv += ["--bind", path, path]
+            argv += ["--bind", source, path]
     for path in profile.readonly:
         # Outside every writable root the path is read-only already: a mount saved.
         if all_writable or any(_under(path, w) for w in profile.writable):
