@@ -287,6 +287,16 @@ def _run_sandboxed(job: Job, overlay_path: str) -> int:
             1,
         )
 
+    if compiled.profile.readable != ("/",) and not (compiled.helper and compiled.abi):
+        # only Landlock limits reads (a mount cannot hide all but a few trees): without
+        # it the read allow list would hold nothing; refuse rather than pretend
+        raise LaunchError(
+            f"{job.tool}: the persona's policy limits reads, which needs Landlock here, and "
+            f"it is not available ({compiled.helper_reason or 'not in this kernel'}); "
+            "--sandbox=never launches without it, refused under --strict-policy",
+            1,
+        )
+
     def frames() -> list[Any]:
         from charter.policy import Frame, Policy
 

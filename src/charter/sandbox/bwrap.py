@@ -13,6 +13,10 @@ from .landlock import bridge_args, landlock_args
 from .profile import NetworkMode, SandboxProfile
 from .seccomp import PY_APPLY, unix_socket_filter
 
+#: The temp dir inside the private /tmp when reads are limited and the workspace lives
+#: under /tmp (a Landlock rule on /tmp itself would cover the workspace).
+PRIVATE_TMP = "/tmp/.charter-tmp"
+
 #: Port the in-sandbox bridge listens on (loopback of the sandbox's own network namespace).
 PROXY_PORT = 3128
 
@@ -279,6 +283,19 @@ def bwrap_argv(
             _under(keep, w) for w in profile.writable
         ):
             argv += ["--ro-bind-try", keep, keep]
+    # Landlock rules cover everything below them, mounts included: a read rule on a
+    # private /tmp holding the workspace would open the whole workspace however the
+    # policy limits reads. Then the temp dir is a directory inside the private /tmp.
+    landlock_private = list(private)
+    inside_env = dict(env) if env is not None else sandbox_env(profile)
+    if (
+        "/tmp" in private
+        and profile.readable != ("/",)
+        and any(_under(k, "/tmp") for k in (workdir, profile.workspace, *profile.writable))
+    ):
+        argv += ["--dir", PRIVATE_TMP]
+        landlock_private = [PRIVATE_TMP if d == "/tmp" else d for d in private]
+        inside_env["TMPDIR"] = PRIVATE_TMP
     for root in profile.writable:
         if root != "/":
             argv += ["--bind", root, root]
@@ -314,7 +331,7 @@ def bwrap_argv(
     if new_session:
         argv.append("--new-session")
     argv.append("--clearenv")
-    inside = env if env is not None else sandbox_env(profile)
+    inside = inside_env
     argv += ["--args", "-"]  # the environment, through a descriptor (made last)
     argv += ["--chdir", workdir, "--"]
     env_at = len(argv) - 4
@@ -327,7 +344,11 @@ def bwrap_argv(
         if landlock_abi:
             extra_read = [target for _, target in binds]
             argv += landlock_args(
-                profile, landlock_abi, env=inside, private_dirs=private, extra_read=extra_read
+                profile,
+                landlock_abi,
+                env=inside,
+                private_dirs=landlock_private,
+                extra_read=extra_read,
             )
         if seccomp:
             argv += ["-x", seccomp.hex()]
