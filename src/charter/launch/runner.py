@@ -102,6 +102,8 @@ def write_files(job: Job) -> str:
     if job.sandbox is not None:  # the user's state is read-only inside: see redirect_state
         from .sandboxing import STATE_SUBDIRS
 
+        os.mkdir(os.path.join(job.tmpdir, "tmp"), 0o700)  # the CLI's TMPDIR
+
         fresh = STATE_SUBDIRS.get(job.tool, frozenset())
     for name, source in sorted(job.mirrors.items()):
         folder = os.path.join(job.tmpdir, name)
@@ -320,7 +322,9 @@ def _run_sandboxed(job: Job, overlay_path: str) -> int:
         if name.split("/", 1)[0] not in homes:
             path = os.path.join(job.tmpdir, name)
             binds.append((path, path))
-    for directory in dict.fromkeys((os.path.dirname(job.argv[0]), os.path.dirname(binary))):
+    for directory in dict.fromkeys(
+        (os.path.dirname(job.argv[0]), os.path.dirname(binary), *_install_roots(binary))
+    ):
         binds.append((directory, directory))
     # the user's state and config dirs the CLI's own state mirrors: readable, not writable
     binds.extend((p, p) for p in spec.get("state_read", ()) if os.path.exists(p))
@@ -328,6 +332,18 @@ def _run_sandboxed(job: Job, overlay_path: str) -> int:
     with contextlib.ExitStack() as held:
         binds.extend(_hold_runs_later(job, spec, compiled.profile.writable, held, throwaway))
         return _run_in(job, sandbox, binds, throwaway)
+
+
+def _install_roots(binary: str) -> list[str]:
+    """What the launched program needs to execute besides its own directory: the
+    ``node_modules`` its npm package sits in (codex's ``bin/codex.js`` runs the binary of
+    its platform package ``@openai/codex-linux-x64``, a sibling or nested there), wherever
+    it is installed (under HOME, under a private /tmp, behind a read allow list)."""
+    parts = binary.split(os.sep)
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] == "node_modules":
+            return [os.sep.join(parts[: i + 1])]
+    return []
 
 
 def _hold_runs_later(

@@ -243,6 +243,8 @@ def redirect_state(
     :data:`STATE_SUBDIRS` a run writes start empty) and goes away with the launch.
     """
     sources: list[str] = []
+    # its temp files too: readable and writable whatever the policy limits, gone after
+    translation.env["TMPDIR"] = os.path.join(tmpdir, "tmp")
 
     def mirror(name: str, source: str) -> None:
         if name not in translation.mirrors:
@@ -343,6 +345,11 @@ def nest(tool: str, translation: Translation) -> bool:
         elif not arg.startswith("--config=sandbox_workspace_write."):
             args.append(arg)
     translation.args = list(dict.fromkeys(args))
+    if translation.permission_mode:  # say what is passed: codex's sandbox is off
+        approval = translation.permission_mode.partition(", ")[2]
+        translation.permission_mode = ", ".join(
+            filter(None, ("danger-full-access inside charter's sandbox", approval))
+        )
     moved: list[Element] = []
     for e in translation.elements:
         held = [
@@ -356,13 +363,17 @@ def nest(tool: str, translation: Translation) -> bool:
             for x in e.translation
             if x not in held and not x.startswith("--config=sandbox") and x != SANDBOX_LABEL
         )
+        # one reason, not one wrapped in another (enforced_by_sandbox may have wrapped it)
+        alone = e.reason.split("; codex alone: ", 1)[-1]
+        if alone.startswith("the OS sandbox enforces it (the CLI alone: "):
+            alone = alone[len("the OS sandbox enforces it (the CLI alone: ") : -1]
         moved.append(
             dataclasses.replace(
                 e,
                 translation=(*rest, SANDBOX_LABEL),
                 enforcer="both" if rest else "sandbox",
                 reason=f"charter's OS sandbox holds it (codex's own sandbox cannot run "
-                f"inside it and is off); codex alone: {e.reason}",
+                f"inside it and is off); codex alone: {alone}",
             )
         )
     translation.elements = moved
