@@ -281,6 +281,7 @@ def build_plan(opts: LaunchOptions) -> Plan:
             read_only=read_only,
             state_read=state_read,
             workspace=workspace,
+            own_state=[os.path.join(tmpdir, name) for name in translation.mirrors],
         )
     defaults = _defaults(resolved, spec.name, notes)
     enforcing = has_policy or explicit_tier

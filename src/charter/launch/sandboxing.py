@@ -391,6 +391,7 @@ def spec(
     read_only: bool = False,
     state_read: Sequence[str] = (),
     workspace: str | None = None,
+    own_state: Sequence[str] = (),
 ) -> dict[str, Any]:
     """What the runner needs to build the sandbox (JSON: it goes into the launch cache).
 
@@ -403,7 +404,9 @@ def spec(
         "policy": sandbox_policy(policy, tool, env, home).to_dict(),
         # the CLI's state is moved into the temp dir (redirect_state): nothing of the
         # user's is writable beyond what the policy allows
-        "extra_writable": [tmpdir],
+        # (the state dirs inside it named: a ".gemini" there is the CLI's own, not one
+        # that runs later, charter.sandbox.profile's own trees)
+        "extra_writable": [tmpdir, *own_state],
         "state_read": list(state_read),
         # files that run later the persona allows writing by name (charter.launch.planted)
         "runs_later_allowed": allowed_by_name(
