@@ -30,6 +30,12 @@ per policy question: nine interpreter starts for this persona); ``--peer SCRIPT`
 another one (called as ``SCRIPT claude rev`` in the repo), ``--peer none`` skips it. The
 peer's ``python3`` is the interpreter charter runs on (see ``_peer_env``).
 
+``--agent-persona PATH`` (or ``$CHARTER_BENCH_AGENT_PERSONA``) times the **real**
+agent-persona instead (GoodFarming/agent-persona, MIT; a copy is in
+``../shared/peers/agent-persona``), run as ``PATH print-policy claude rev``: the
+reconstruction starts ``python3`` nine times where the real tool starts it four times,
+so it is about twice as slow and flatters charter.
+
 Medians of wall-clock times; the machine is shared, so look at the minimum too.
 
 ``--baseline SRC`` (the ``src`` directory of another charter checkout, e.g. from
@@ -148,6 +154,13 @@ def main() -> int:
         help="agent-persona's launcher, run as SCRIPT claude rev, timed alternately with "
         "print-policy (default: the reconstruction in benchmarks/peer; 'none' to skip)",
     )
+    parser.add_argument(
+        "--agent-persona",
+        metavar="PATH",
+        default=os.environ.get("CHARTER_BENCH_AGENT_PERSONA"),
+        help="the real agent-persona launcher (run as PATH print-policy claude rev) as the "
+        "peer; default $CHARTER_BENCH_AGENT_PERSONA",
+    )
     args = parser.parse_args()
     charter = str(Path(sys.executable).with_name("charter"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -221,6 +234,8 @@ def main() -> int:
             runs = [r for r in runs if args.only in r[0]]
         # run in the persona's repository: a relative --peer is taken from here
         peer_cmd = [str(Path(args.peer).resolve()), "claude", "rev"]
+        if args.agent_persona:
+            peer_cmd = [str(Path(args.agent_persona).resolve()), "print-policy", "claude", "rev"]
         peer_env = _peer_env(env, Path(tmp))
         medians: dict[str, dict[str, float]] = {label: {} for label in labels}
         peer: dict[str, float] = {}

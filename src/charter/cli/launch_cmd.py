@@ -160,6 +160,9 @@ def _prepare(
         except LaunchError as exc:
             click.echo(f"charter: {exc}", err=True)
             sys.exit(exc.code)
+        except OSError as exc:  # an unreadable file, a path too long: one line, exit 2
+            click.echo(f"charter: {tool}: {' '.join(str(exc).split())}", err=True)
+            sys.exit(EXIT_BAD_INPUT)
         data = plan.to_dict()
         job = plan.job()
         if cache.enabled(env):
@@ -213,6 +216,10 @@ def launch(
     except LaunchError as exc:
         click.echo(f"charter: {exc}", err=True)
         sys.exit(exc.code)
+    except Exception as exc:  # an unforeseen failure is one line and exit 2, never a traceback
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        click.echo(f"charter: {job.tool}: the launch failed: {detail}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
     _fast_exit(exit_like(status))
 
 

@@ -208,6 +208,11 @@ CODEX = CliSpec(
                 "mcp_servers",
                 "permissions",
                 "default_permissions",
+                # a profile brings keys the translation does not pin (MCP servers,
+                # writable roots, features): codex 0.169 refuses these legacy forms, and
+                # --profile NAME (NAME.config.toml in CODEX_HOME) is filtered below
+                "profile",
+                "profiles",
             ),
         ),
         Flag(("-s", "--sandbox"), ONE, "any"),
@@ -221,7 +226,7 @@ CODEX = CliSpec(
         Flag(("--add-dir",), ONE, "paths"),
         Flag(("-i", "--image"), VARIADIC),
         Flag(("-m", "--model"), ONE),
-        Flag(("-p", "--profile"), ONE),
+        Flag(("-p", "--profile"), ONE, "any"),
         Flag(("-C", "--cd"), ONE),
         Flag(("--local-provider",), ONE),
         Flag(("--remote",), ONE, "any"),

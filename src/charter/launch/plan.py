@@ -266,10 +266,22 @@ def build_plan(opts: LaunchOptions) -> Plan:
     sandbox_spec: dict[str, Any] | None = None
     if sandboxing.wanted(sandbox_mode, policy, gaps):
         reasons = [f"{e.key}: {e.strength} in {spec.name} ({e.reason})" for e in gaps]
-        translation.elements = sandboxing.enforced_by_sandbox(translation.elements, gaps)
+        translation.elements = sandboxing.enforced_by_sandbox(
+            translation.elements, gaps, sandboxing.inexact_allows(policy, workspace, home)
+        )
         read_only = sandboxing.nest(spec.name, translation)
+        state_read = sandboxing.redirect_state(spec.name, env, home, tmpdir, translation)
         sandbox_spec = sandboxing.spec(
-            policy, spec.name, env, home, tmpdir, reasons, read_only=read_only
+            policy,
+            spec.name,
+            env,
+            home,
+            tmpdir,
+            reasons,
+            read_only=read_only,
+            state_read=state_read,
+            workspace=workspace,
+            own_state=[os.path.join(tmpdir, name) for name in translation.mirrors],
         )
     defaults = _defaults(resolved, spec.name, notes)
     enforcing = has_policy or explicit_tier

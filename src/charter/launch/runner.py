@@ -98,8 +98,20 @@ def write_files(job: Job) -> str:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
-    for name, source in job.mirrors.items():
+    fresh: frozenset[str] = frozenset()
+    if job.sandbox is not None:  # the user's state is read-only inside: see redirect_state
+        from .sandboxing import STATE_SUBDIRS
+
+        os.mkdir(os.path.join(job.tmpdir, "tmp"), 0o700)  # the CLI's TMPDIR
+
+        fresh = STATE_SUBDIRS.get(job.tool, frozenset())
+    for name, source in sorted(job.mirrors.items()):
         folder = os.path.join(job.tmpdir, name)
+        if os.path.isfile(source) or (job.sandbox is not None and not os.path.isdir(source)):
+            if os.path.isfile(source) and not os.path.lexists(folder):
+                os.makedirs(os.path.dirname(folder), mode=0o700, exist_ok=True)
+                shutil.copyfile(source, folder)
+            continue
         os.makedirs(folder, mode=0o700, exist_ok=True)
         try:
             entries = os.listdir(source)
@@ -107,8 +119,13 @@ def write_files(job: Job) -> str:
             entries = []
         for entry in entries:
             link = os.path.join(folder, entry)
-            if not os.path.lexists(link):
-                os.symlink(os.path.join(source, entry), link)
+            path = os.path.join(source, entry)
+            if os.path.lexists(link) or entry in fresh:
+                continue
+            if job.sandbox is not None and os.path.isfile(path) and not os.path.islink(path):
+                shutil.copyfile(path, link)  # the CLI may rewrite its copy, not the user's
+            else:
+                os.symlink(path, link)
     overlay_dir = os.path.join(job.tmpdir, "overlay")
     os.mkdir(overlay_dir, 0o755)
     path = os.path.join(overlay_dir, job.overlay_name)
@@ -272,6 +289,16 @@ def _run_sandboxed(job: Job, overlay_path: str) -> int:
             1,
         )
 
+    if compiled.profile.readable != ("/",) and not (compiled.helper and compiled.abi):
+        # only Landlock limits reads (a mount cannot hide all but a few trees): without
+        # it the read allow list would hold nothing; refuse rather than pretend
+        raise LaunchError(
+            f"{job.tool}: the persona's policy limits reads, which needs Landlock here, and "
+            f"it is not available ({compiled.helper_reason or 'not in this kernel'}); "
+            "--sandbox=never launches without it, refused under --strict-policy",
+            1,
+        )
+
     def frames() -> list[Any]:
         from charter.policy import Frame, Policy
 
@@ -295,8 +322,78 @@ def _run_sandboxed(job: Job, overlay_path: str) -> int:
         if name.split("/", 1)[0] not in homes:
             path = os.path.join(job.tmpdir, name)
             binds.append((path, path))
-    for directory in dict.fromkeys((os.path.dirname(job.argv[0]), os.path.dirname(binary))):
+    for directory in dict.fromkeys(
+        (os.path.dirname(job.argv[0]), os.path.dirname(binary), *_install_roots(binary))
+    ):
         binds.append((directory, directory))
+    # the user's state and config dirs the CLI's own state mirrors: readable, not writable
+    binds.extend((p, p) for p in spec.get("state_read", ()) if os.path.exists(p))
+    throwaway: list[tuple[str, str]] = []
+    with contextlib.ExitStack() as held:
+        binds.extend(_hold_runs_later(job, spec, compiled.profile.writable, held, throwaway))
+        return _run_in(job, sandbox, binds, throwaway)
+
+
+def _install_roots(binary: str) -> list[str]:
+    """What the launched program needs to execute besides its own directory: the
+    ``node_modules`` its npm package sits in (codex's ``bin/codex.js`` runs the binary of
+    its platform package ``@openai/codex-linux-x64``, a sibling or nested there), wherever
+    it is installed (under HOME, under a private /tmp, behind a read allow list)."""
+    parts = binary.split(os.sep)
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] == "node_modules":
+            return [os.sep.join(parts[: i + 1])]
+    return []
+
+
+def _hold_runs_later(
+    job: Job,
+    spec: dict[str, Any],
+    writable: tuple[str, ...],
+    stack: contextlib.ExitStack,
+    throwaway: list[tuple[str, str]],
+) -> list[tuple[str, str]]:
+    """Read-only binds for the files that run later under the sandbox's writable roots
+    (:mod:`charter.launch.planted`), with placeholders made for the missing ones (a
+    missing directory gets a throwaway stand-in, added to ``throwaway``)."""
+    from .planted import held_paths
+
+    env = job.full_env()
+    home = os.path.realpath(env.get("HOME") or os.path.expanduser("~"))
+    roots = (job.workspace, os.path.dirname(job.target), home)
+    writable = tuple(w for w in writable if w != job.tmpdir)
+    held = held_paths(roots, writable, spec.get("runs_later_allowed", ()))
+    binds = [(p, p) for p in held.existing]
+    for path in held.missing:
+        directory = not path.endswith((".json", ".jsonc"))
+        try:
+            stack.enter_context(placeholder(path, env=job.base_env, directory=directory))
+        except (OSError, SwapBusy):
+            # cannot hold it: fail closed (the CLI would be free to plant it)
+            raise LaunchError(
+                f"{job.tool}: cannot hold {path} read-only for the launch (a file that runs later)",
+                2,
+            ) from None
+        if directory:
+            # a throwaway directory in the temp dir stands in for it (writable: a CLI that
+            # finds the directory writes its own files there, opencode does), gone with
+            # the launch; the host keeps the empty placeholder, removed at the end
+            stand_in = os.path.join(job.tmpdir, "held", str(len(throwaway)))
+            os.makedirs(stand_in, mode=0o755)
+            throwaway.append((stand_in, path))
+        else:
+            source = os.path.join(job.tmpdir, "empty.json")
+            if not os.path.exists(source):
+                with open(source, "w", encoding="utf-8") as fh:
+                    fh.write("{}\n")
+            binds.append((source, path))
+    return binds
+
+
+def _run_in(
+    job: Job, sandbox: Any, binds: list[tuple[str, str]], throwaway: list[tuple[str, str]]
+) -> int:
+    env = job.full_env()
     sandbox.start(background=True)
     try:
         inside = {**env, **{k: v for k, v in sandbox.env().items() if "proxy" in k.lower()}}
@@ -306,7 +403,8 @@ def _run_sandboxed(job: Job, overlay_path: str) -> int:
             env=inside,
             new_session=False,
             binds=binds,
-            writable_binds=[job.tmpdir],  # as root it is under /run, private inside
+            # as root the temp dir is under /run, private inside
+            writable_binds=[job.tmpdir, *throwaway],
         )
         try:
             status = _run_child(argv, job)

@@ -6,9 +6,12 @@ whenever the policy restricts paths or network; ``never`` does not (and then
 ``--strict-policy`` refuses the gap, as before). A policy saying ``sandbox = "off"``
 means ``never`` unless ``--sandbox`` says otherwise.
 
-The sandboxed CLI keeps what it needs: its own state and config directories writable, its
-temp files, and its model endpoint: the sandbox's network rules are the persona's with
-the endpoint hosts of the CLI (and of any ``*_BASE_URL`` override) allowed, so with
+The sandboxed CLI keeps what it needs without being able to plant what runs after it:
+its state moves into the launch's temp dir (:func:`redirect_state`; the user's state and
+config dirs are readable, not writable), its temp files stay writable, and its model
+endpoints are reachable: the sandbox's network rules are the persona's with the
+endpoints of the CLI (and of any ``*_BASE_URL`` override) allowed as scheme, host and
+port (nothing wider: a base URL on 127.0.0.1 does not open its other ports), so with
 ``network.deny = ["*"]`` the CLI still reaches its model through charter's allow-listing
 proxy while everything the model asks for elsewhere is refused.
 """
@@ -20,9 +23,10 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from charter.policy import Policy, Rules, host_of
+from charter.policy import Policy, Rules
 
-from .translate import STRONG, Element, Translation
+from .planted import allowed_by_name
+from .translate import PARTIAL, STRONG, Element, Translation
 
 SANDBOX_MODES = ("auto", "always", "never")
 
@@ -45,13 +49,6 @@ BASE_URL_VARS = (
     "GEMINI_BASE_URL",
     "OPENCODE_BASE_URL",
 )
-#: Where each CLI keeps its state and configuration (relative to HOME).
-STATE_DIRS: dict[str, tuple[str, ...]] = {
-    "claude": (".claude", ".claude.json", ".config/claude"),
-    "codex": (".codex",),
-    "gemini": (".gemini",),
-    "opencode": (".local/share/opencode", ".config/opencode", ".cache/opencode"),
-}
 
 
 def gap_elements(elements: Sequence[Element]) -> list[Element]:
@@ -98,19 +95,28 @@ def wanted(mode: str, policy: Policy, gaps: Sequence[Element]) -> bool:
 
 
 def endpoint_hosts(tool: str, env: Mapping[str, str], home: str | None = None) -> list[str]:
-    """The model endpoints' hosts: the CLI's defaults, the base-URL variables, and the
-    providers the CLI's own configuration names (codex ``config.toml``
+    """The model endpoints, each as ``scheme://host:port`` (a network rule allowing that
+    endpoint and nothing wider: a base URL on ``127.0.0.1:PORT`` must not open every
+    other port of the host): the CLI's defaults (https, 443), the base-URL variables,
+    and the providers the CLI's own configuration names (codex ``config.toml``
     ``model_providers.*.base_url``; opencode ``provider.*.options.baseURL`` in
     ``OPENCODE_CONFIG_CONTENT`` or its config file)."""
+    from charter.policy.network import parse_target, port_of
+
     urls = [env[var] for var in BASE_URL_VARS if env.get(var)]
     urls.extend(_configured_urls(tool, env, home))
-    hosts = list(ENDPOINTS.get(tool, ()))
+    rules = [f"https://{host}:443" for host in ENDPOINTS.get(tool, ())]
     for url in urls:
         try:
-            hosts.append(host_of(url))
+            host, scheme = parse_target(url)
+            port = port_of(url)
         except ValueError:
             continue
-    return list(dict.fromkeys(hosts))
+        if scheme is None or port is None:
+            continue  # not a URL: no endpoint to allow (the CLI cannot use it either)
+        shown = f"[{host}]" if ":" in host else host
+        rules.append(f"{scheme}://{shown}:{port}")
+    return list(dict.fromkeys(rules))
 
 
 def _configured_urls(tool: str, env: Mapping[str, str], home: str | None) -> list[str]:
@@ -159,45 +165,151 @@ def sandbox_policy(
     net = policy.network
     if not net.restricted:
         return policy
-    hosts = endpoint_hosts(tool, env, home)
-    allow = tuple(tuple(dict.fromkeys((*group, *hosts))) for group in net.allow) or (
-        (tuple(hosts),) if "*" in net.deny else ()
+    from charter.policy import host_of
+
+    endpoints = endpoint_hosts(tool, env, home)
+    hosts = {host_of(e) for e in endpoints}
+    allow = tuple(tuple(dict.fromkeys((*group, *endpoints))) for group in net.allow) or (
+        (tuple(endpoints),) if "*" in net.deny else ()
     )
-    deny = tuple(d for d in net.deny if d != "*" and d not in hosts)
+    deny = tuple(d for d in net.deny if d != "*" and _host(d) not in hosts)
     return dataclasses.replace(policy, network=Rules(allow, deny))
 
 
-#: Environment variables that move a CLI's state: (variable, subdirectory under it).
-STATE_ENV: dict[str, tuple[tuple[str, str], ...]] = {
-    "claude": (("CLAUDE_CONFIG_DIR", ""),),
-    "codex": (("CODEX_HOME", ""),),
-    "gemini": (),
-    "opencode": (
-        ("XDG_DATA_HOME", "opencode"),
-        ("XDG_CONFIG_HOME", "opencode"),
-        ("XDG_CACHE_HOME", "opencode"),
-        ("XDG_STATE_HOME", "opencode"),
+def _host(rule: str) -> str | None:
+    from charter.policy import host_of
+
+    try:
+        return host_of(rule.split("://", 1)[-1].lstrip("*."))
+    except ValueError:
+        return None
+
+
+def inexact_allows(policy: Policy, workspace: str, home: str) -> dict[str, list[str]]:
+    """``paths.<access>.allow`` -> the allow patterns a mount cannot enforce exactly (bare
+    names and globs, globs below a directory): the sandbox holds them only approximately,
+    so those elements stay below strong (and ``--strict-policy`` refuses them)."""
+    from charter.policy import make_context
+    from charter.sandbox.profile import inexact_patterns
+
+    ctx = make_context(workspace, home)
+    out: dict[str, list[str]] = {}
+    for access in ("read", "write"):
+        found = inexact_patterns(policy.paths.for_access(access), ctx)
+        if found:
+            out[f"paths.{access}.allow"] = found
+    return out
+
+
+#: Subdirectories of a CLI's state dir that hold what one run writes (sessions, logs,
+#: caches): a sandboxed launch starts them empty in its own state dir instead of linking
+#: the user's (read-only inside the sandbox).
+STATE_SUBDIRS: dict[str, frozenset[str]] = {
+    "claude": frozenset(
+        {
+            "projects",
+            "todos",
+            "shell-snapshots",
+            "statsig",
+            "debug",
+            "session-env",
+            "logs",
+            "file-history",
+            "plans",
+            "ide",
+            "cache",
+            "telemetry",
+            "tasks",
+        }
     ),
+    "codex": frozenset(
+        {"sessions", "archived_sessions", "log", "shell_snapshots", "tmp", ".tmp", "cache"}
+    ),
+    "gemini": frozenset({"tmp", "history"}),
+    "opencode": frozenset({"log", "storage", "snapshot", "tool-output"}),
 }
 
 
-def state_paths(tool: str, home: str, env: Mapping[str, str] | None = None) -> list[str]:
-    """The CLI's state and config dirs: the defaults under HOME, and wherever the
-    environment moves them (``CODEX_HOME``, ``CLAUDE_CONFIG_DIR``, the XDG dirs)."""
-    paths = [os.path.join(home, rel) for rel in STATE_DIRS.get(tool, ())]
-    for var, sub in STATE_ENV.get(tool, ()):
-        value = (env or {}).get(var)
-        if value and os.path.isabs(value):
-            paths.append(os.path.join(value, sub) if sub else value)
-    return list(dict.fromkeys(paths))
+def redirect_state(
+    tool: str, env: Mapping[str, str], home: str, tmpdir: str, translation: Translation
+) -> list[str]:
+    """Move the sandboxed CLI's state to the launch's own temp dir; return the user's
+    state dirs it was moved from (readable inside, never writable).
+
+    What a CLI keeps in its state dir runs after it: Claude's ``settings.json`` hooks, the
+    MCP servers in ``~/.claude.json``, codex's ``config.toml``, gemini's settings,
+    opencode's plugins and the binaries it downloads. The launch's copy mirrors the user's
+    (files copied, so the CLI may rewrite them; directories linked, read-only; the
+    :data:`STATE_SUBDIRS` a run writes start empty) and goes away with the launch.
+    """
+    sources: list[str] = []
+    # its temp files too: readable and writable whatever the policy limits, gone after
+    translation.env["TMPDIR"] = os.path.join(tmpdir, "tmp")
+
+    def mirror(name: str, source: str) -> None:
+        if name not in translation.mirrors:
+            translation.mirrors[name] = source
+        sources.append(translation.mirrors[name])
+
+    if tool == "claude":
+        own = env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude")
+        mirror("claude-home", own)
+        # without CLAUDE_CONFIG_DIR, claude keeps .claude.json in HOME
+        mirror(
+            "claude-home/.claude.json",
+            os.path.join(own if env.get("CLAUDE_CONFIG_DIR") else home, ".claude.json"),
+        )
+        translation.env["CLAUDE_CONFIG_DIR"] = os.path.join(tmpdir, "claude-home")
+    elif tool == "codex":
+        mirror("codex-home", env.get("CODEX_HOME") or os.path.join(home, ".codex"))
+        translation.env["CODEX_HOME"] = os.path.join(tmpdir, "codex-home")
+    elif tool == "gemini":
+        user = env.get("GEMINI_CLI_HOME") or home
+        mirror("gemini-home/.gemini", os.path.join(user, ".gemini"))
+        translation.env["GEMINI_CLI_HOME"] = os.path.join(tmpdir, "gemini-home")
+    elif tool == "opencode":
+        for var, default in (
+            ("XDG_DATA_HOME", ".local/share"),
+            ("XDG_CACHE_HOME", ".cache"),
+            ("XDG_STATE_HOME", ".local/state"),
+        ):
+            base = env.get(var) or os.path.join(home, default)
+            name = f"opencode-{var.split('_')[1].lower()}"
+            mirror(f"{name}/opencode", os.path.join(base, "opencode"))
+            translation.env[var] = os.path.join(tmpdir, name)
+        # the config dir (opencode.json, plugins, agents) stays where it is, read-only
+        sources.append(
+            os.path.join(env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"), "opencode")
+        )
+    return list(dict.fromkeys(sources))
 
 
-def enforced_by_sandbox(elements: Sequence[Element], gaps: Sequence[Element]) -> list[Element]:
-    """The elements with the gaps now held by the sandbox (strong, enforcer ``both``)."""
+def enforced_by_sandbox(
+    elements: Sequence[Element],
+    gaps: Sequence[Element],
+    inexact: Mapping[str, Sequence[str]] | None = None,
+) -> list[Element]:
+    """The elements with the gaps now held by the sandbox (strong, enforcer ``both``),
+    except an allow list with patterns no mount expresses (``inexact``: element key ->
+    patterns), which stays partial and says which patterns."""
     closing = {id(e) for e in gaps}
     out: list[Element] = []
     for e in elements:
-        if id(e) in closing:
+        approximate = (inexact or {}).get(e.key)
+        if id(e) in closing and approximate:
+            out.append(
+                dataclasses.replace(
+                    e,
+                    translation=(*e.translation, SANDBOX_LABEL),
+                    strength=PARTIAL,
+                    reason=f"no mount expresses {', '.join(map(repr, approximate))} (a bare "
+                    "name or glob matches at any depth or only some files): the sandbox "
+                    "mounts its deepest literal directory, never above the workspace; "
+                    f"the CLI alone: {e.strength}",
+                    enforcer="both" if e.translation else "sandbox",
+                )
+            )
+        elif id(e) in closing:
             out.append(
                 dataclasses.replace(
                     e,
@@ -233,6 +345,11 @@ def nest(tool: str, translation: Translation) -> bool:
         elif not arg.startswith("--config=sandbox_workspace_write."):
             args.append(arg)
     translation.args = list(dict.fromkeys(args))
+    if translation.permission_mode:  # say what is passed: codex's sandbox is off
+        approval = translation.permission_mode.partition(", ")[2]
+        translation.permission_mode = ", ".join(
+            filter(None, ("danger-full-access inside charter's sandbox", approval))
+        )
     moved: list[Element] = []
     for e in translation.elements:
         held = [
@@ -246,13 +363,17 @@ def nest(tool: str, translation: Translation) -> bool:
             for x in e.translation
             if x not in held and not x.startswith("--config=sandbox") and x != SANDBOX_LABEL
         )
+        # one reason, not one wrapped in another (enforced_by_sandbox may have wrapped it)
+        alone = e.reason.split("; codex alone: ", 1)[-1]
+        if alone.startswith("the OS sandbox enforces it (the CLI alone: "):
+            alone = alone[len("the OS sandbox enforces it (the CLI alone: ") : -1]
         moved.append(
             dataclasses.replace(
                 e,
                 translation=(*rest, SANDBOX_LABEL),
                 enforcer="both" if rest else "sandbox",
                 reason=f"charter's OS sandbox holds it (codex's own sandbox cannot run "
-                f"inside it and is off); codex alone: {e.reason}",
+                f"inside it and is off); codex alone: {alone}",
             )
         )
     translation.elements = moved
@@ -268,6 +389,9 @@ def spec(
     reasons: list[str],
     *,
     read_only: bool = False,
+    state_read: Sequence[str] = (),
+    workspace: str | None = None,
+    own_state: Sequence[str] = (),
 ) -> dict[str, Any]:
     """What the runner needs to build the sandbox (JSON: it goes into the launch cache).
 
@@ -278,7 +402,16 @@ def spec(
         policy = dataclasses.replace(policy, paths=paths)
     return {
         "policy": sandbox_policy(policy, tool, env, home).to_dict(),
-        "extra_writable": [*state_paths(tool, home, env), tmpdir],
+        # the CLI's state is moved into the temp dir (redirect_state): nothing of the
+        # user's is writable beyond what the policy allows
+        # (the state dirs inside it named: a ".gemini" there is the CLI's own, not one
+        # that runs later, charter.sandbox.profile's own trees)
+        "extra_writable": [tmpdir, *own_state],
+        "state_read": list(state_read),
+        # files that run later the persona allows writing by name (charter.launch.planted)
+        "runs_later_allowed": allowed_by_name(
+            policy.paths.for_access("write").allow, workspace or os.getcwd(), home
+        ),
         "reasons": reasons,
         # the dimensions that make a missing sandbox a refusal (charter.sandbox.sandbox_for)
         "needed": [
@@ -296,6 +429,8 @@ __all__ = [
     "enforced_by_sandbox",
     "endpoint_hosts",
     "gap_elements",
+    "inexact_allows",
+    "redirect_state",
     "sandbox_policy",
     "spec",
     "wanted",

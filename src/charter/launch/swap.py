@@ -148,7 +148,9 @@ def _restore(slot: Slot) -> dict[str, Any] | None:
     written = journal.get("written")
     if kind == "placeholder":
         try:
-            if os.path.isfile(target) and os.path.getsize(target) == 0:
+            if os.path.isdir(target) and not os.path.islink(target):
+                os.rmdir(target)  # only while empty (OSError otherwise: kept)
+            elif os.path.isfile(target) and os.path.getsize(target) == 0:
                 os.unlink(target)
         except OSError:
             pass
@@ -228,8 +230,11 @@ def swapped(
 
 
 @contextmanager
-def placeholder(target: str, *, env: Mapping[str, str] | None = None) -> Iterator[bool]:
-    """Hold ``target`` for an unshare launch; make sure it exists (a bind mount needs a file).
+def placeholder(
+    target: str, *, env: Mapping[str, str] | None = None, directory: bool = False
+) -> Iterator[bool]:
+    """Hold ``target`` for an unshare launch; make sure it exists (a bind mount needs a file,
+    or with ``directory`` an empty directory; either is removed at the end while empty).
 
     Shared with other unshare launches of the same target (the placeholder stays until
     the last of them ends); refused with :class:`SwapBusy` while a swap launch holds it.
@@ -256,8 +261,11 @@ def placeholder(target: str, *, env: Mapping[str, str] | None = None) -> Iterato
                     slot.journal,
                     {"kind": "placeholder", "target": os.path.abspath(target), "pid": os.getpid()},
                 )
-                fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-                os.close(fd)
+                if directory:
+                    os.mkdir(target, 0o755)
+                else:
+                    fd = os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                    os.close(fd)
                 created = True
             except BaseException:
                 lock.close()

@@ -1,6 +1,7 @@
 """``persona.json`` ``include``: shared fragments a persona folder pulls in.
 
-``"include": "base.json"`` or a list of them. Each name is looked up next to the
+``"include": "base.json"``, ``{"file": "base.json"}`` (agent-persona's form) or a list
+of them. Each name is looked up next to the
 persona's folder (``.personas/NAME/``), then in ``.personas/.shared/`` and
 ``.personas/_shared/``; a miss names every place looked. A fragment is a persona.json
 object itself (``defaults``, ``mcpServers``, ``policy``, and its own ``include``); it
@@ -45,12 +46,35 @@ def merge(base: Any, top: Any) -> Any:
 
 
 def _names(value: Any, where: str, col: Collector) -> list[str]:
-    if isinstance(value, str):
+    """The included file names: ``"a.json"``, a list of names, or agent-persona's
+    entries ``{"file": "a.json"}`` (``{"persona": NAME}`` is refused, naming the form)."""
+    if isinstance(value, (str, Mapping)):
         value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        col.add(where, f"expected a file name or a list of them, got {type_name(value)}")
+    if not isinstance(value, list):
+        col.add(
+            where,
+            f'expected a file name, {{"file": NAME}}, or a list of them, got {type_name(value)}',
+        )
         return []
-    return [v.strip() for v in value]
+    names: list[str] = []
+    for i, item in enumerate(value):
+        if isinstance(item, Mapping) and set(item) == {"file"}:
+            item = item["file"]
+        if isinstance(item, Mapping) and "persona" in item:
+            col.add(
+                f"{where}[{i}]",
+                'an include of another persona ({"persona": NAME}) is not supported: '
+                'include its persona.json file ({"file": NAME}) instead',
+            )
+            continue
+        if not isinstance(item, str) or not item.strip():
+            col.add(
+                f"{where}[{i}]",
+                f'expected a file name or {{"file": NAME}}, got {type_name(item)}',
+            )
+            continue
+        names.append(item.strip())
+    return names
 
 
 def _locate(name: str, folder: Path, root: Path) -> tuple[Path | None, list[str]]:

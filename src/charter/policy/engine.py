@@ -11,7 +11,7 @@ from .decision import Decision, Outcome
 from .frame import Frame
 from .levels import SideEffectLevel
 from .names import NameMatcher, canonical_name
-from .network import DEFAULT_SCHEMES, DomainRule, HostError, parse_target
+from .network import DEFAULT_SCHEMES, DomainRule, HostError, parse_target, port_of
 from .paths import PathContext, expand_pattern, make_context, resolve_target, sensitive_names
 from .runs_later import judges, named_by, written_runs_later
 from .shell import CommandParseError, SimpleCommand, expand_argv, parse_command_line
@@ -591,11 +591,15 @@ def _check_network(
     deny: tuple[DomainRule, ...],
     subjects: _Subjects,
 ) -> None:
+    ported = any(r.port is not None for r in deny) or any(
+        r.port is not None for group in allow for r in group
+    )
     for raw, host, scheme, error in subjects.hosts():
         if host is None:
             raise _Denied("network", None, error, raw)
+        port = port_of(raw) if ported else None
         for rule in deny:
-            if rule.matches(host, scheme, deny=True):
+            if rule.matches(host, scheme, deny=True, port=port):
                 raise _Denied(
                     "network",
                     f"network.deny: {rule.text}",
@@ -603,7 +607,7 @@ def _check_network(
                     host,
                 )
         named = bool(allow) and all(
-            any(rule.matches(host, scheme) for rule in group) for group in allow
+            any(rule.matches(host, scheme, port=port) for rule in group) for group in allow
         )
         if scheme is not None and scheme not in DEFAULT_SCHEMES and not named:
             raise _Denied(
@@ -614,7 +618,7 @@ def _check_network(
                 raw,
             )
         for group in allow:
-            if not any(rule.matches(host, scheme) for rule in group):
+            if not any(rule.matches(host, scheme, port=port) for rule in group):
                 listed = _listing([r.text for r in group])
                 raise _Denied(
                     "network",

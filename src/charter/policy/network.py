@@ -74,6 +74,36 @@ def parse_target(value: str) -> tuple[str, str | None]:
     return host, scheme
 
 
+#: The port a scheme uses when a URL names none.
+DEFAULT_PORTS: dict[str, int] = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+
+
+@lru_cache(maxsize=4096)
+def port_of(value: str) -> int | None:
+    """The port a URL or bare ``host:port`` reaches: the explicit one, else the scheme's
+    default (``None`` for a bare host without a port, or an unknown scheme)."""
+    scheme = parse_target(value)[1]
+    text = value.strip()
+    global _ada
+    if _ada is None:
+        import ada_url
+
+        _ada = ada_url
+    try:
+        url = text if scheme is not None else "http://" + text
+        parts = _ada.parse_url(url, attributes=("port",))
+    except ValueError:
+        return None
+    if parts["port"]:
+        return int(parts["port"])
+    if scheme is None:
+        # ada drops a bare host's ":80" (the http default it parsed it with)
+        tail = text.rsplit("]", 1)[-1] if text.startswith("[") else text.split("/", 1)[0]
+        head, sep, port = tail.rpartition(":")
+        return int(port) if sep and head and port.isdigit() else None
+    return DEFAULT_PORTS.get(scheme)
+
+
 def host_of(value: str) -> str:
     """The canonical host a URL or bare host names (lower-case, no port, no trailing dot)."""
     return parse_target(value)[0]
@@ -82,12 +112,14 @@ def host_of(value: str) -> str:
 @dataclass(frozen=True, slots=True)
 class DomainRule:
     """``*`` (any host), ``*.example.com`` (strict subdomains) or an exact host, optionally
-    behind a scheme (``wss://*.example.com``)."""
+    behind a scheme (``wss://*.example.com``) and with a port (``http://127.0.0.1:8080``:
+    only that port; without one, any)."""
 
     text: str
     host: str
     subdomains: bool
     scheme: str | None = None
+    port: int | None = None
 
     @classmethod
     def parse(cls, text: str) -> DomainRule:
@@ -103,6 +135,9 @@ class DomainRule:
         shape = "'*', '*.domain' or a host name, optionally behind scheme://"
         if not raw or any(ch.isspace() or ch in "/@?#\\" for ch in raw):
             raise ValueError(f"network rule {text!r}: expected {shape}")
+        port: int | None = None
+        if not raw.startswith("*") and ":" in raw:
+            port = port_of(f"{scheme}://{raw}" if scheme else raw)
         if raw == "*":
             return cls(text, "*", False, scheme)
         if raw.startswith("*."):
@@ -112,7 +147,7 @@ class DomainRule:
             return cls(text, host_of(rest), True, scheme)
         if "*" in raw:
             raise ValueError(f"network rule {text!r}: expected {shape}")
-        return cls(text, host_of(raw), False, scheme)
+        return cls(text, host_of(raw), False, scheme, port)
 
     def matches_host(self, host: str) -> bool:
         if self.host == "*":
@@ -121,9 +156,15 @@ class DomainRule:
             return host.endswith("." + self.host)
         return host == self.host
 
-    def matches(self, host: str, scheme: str | None = None, *, deny: bool = False) -> bool:
-        """Whether the rule covers ``host`` reached by ``scheme`` (``None``: a bare host)."""
+    def matches(
+        self, host: str, scheme: str | None = None, *, deny: bool = False, port: int | None = None
+    ) -> bool:
+        """Whether the rule covers ``host`` reached by ``scheme`` (``None``: a bare host)
+        on ``port`` (``None``: not known; a rule naming a port then allows nothing and
+        denies the host)."""
         if not self.matches_host(host):
+            return False
+        if self.port is not None and port != self.port and not (deny and port is None):
             return False
         if self.scheme is not None:
             return scheme == self.scheme or (scheme is None and deny)

@@ -13,6 +13,10 @@ from .landlock import bridge_args, landlock_args
 from .profile import NetworkMode, SandboxProfile
 from .seccomp import PY_APPLY, unix_socket_filter
 
+#: The temp dir inside the private /tmp when reads are limited and the workspace lives
+#: under /tmp (a Landlock rule on /tmp itself would cover the workspace).
+PRIVATE_TMP = "/tmp/.charter-tmp"
+
 #: Port the in-sandbox bridge listens on (loopback of the sandbox's own network namespace).
 PROXY_PORT = 3128
 
@@ -222,7 +226,7 @@ def bwrap_argv(
     binds: Sequence[tuple[str, str]] = (),
     helper: str | None = None,
     landlock_abi: int | None = None,
-    writable_binds: Sequence[str] = (),
+    writable_binds: Sequence[str | tuple[str, str]] = (),
 ) -> Wrapped:
     """The full argv running ``command`` under ``profile``: a :class:`Wrapped`, to run
     with its ``pass_fds``.
@@ -235,7 +239,9 @@ def bwrap_argv(
     default (no TIOCSTI into the caller's terminal).
 
     ``writable_binds`` are directories of the caller (a launch's temp dir) bound
-    read-write when the profile lets them be written, even under a private ``/run``.
+    read-write when the profile lets them be written, even under a private ``/run``; a
+    ``(source, target)`` pair binds the caller's ``source`` read-write at ``target`` (a
+    throwaway directory standing in for one that must not be written).
 
     ``helper`` is the compiled ``landlock_exec`` (:func:`charter.sandbox.landlock.build_helper`):
     when given, it bridges the proxy port and, with ``landlock_abi``, applies the
@@ -277,6 +283,19 @@ def bwrap_argv(
             _under(keep, w) for w in profile.writable
         ):
             argv += ["--ro-bind-try", keep, keep]
+    # Landlock rules cover everything below them, mounts included: a read rule on a
+    # private /tmp holding the workspace would open the whole workspace however the
+    # policy limits reads. Then the temp dir is a directory inside the private /tmp.
+    landlock_private = list(private)
+    inside_env = dict(env) if env is not None else sandbox_env(profile)
+    if (
+        "/tmp" in private
+        and profile.readable != ("/",)
+        and any(_under(k, "/tmp") for k in (workdir, profile.workspace, *profile.writable))
+    ):
+        argv += ["--dir", PRIVATE_TMP]
+        landlock_private = [PRIVATE_TMP if d == "/tmp" else d for d in private]
+        inside_env["TMPDIR"] = PRIVATE_TMP
     for root in profile.writable:
         if root != "/":
             argv += ["--bind", root, root]
@@ -284,12 +303,13 @@ def bwrap_argv(
         # each a mount point, so it cannot be renamed or removed; before the masks and
         # read-only paths beneath it (a later bind would cover them)
         argv += ["--bind", path, path]
-    for path in writable_binds:
+    for item in writable_binds:
         # the caller's own writable directories (a launch's temp dir), also when they
         # sit under a directory the sandbox makes private (/run as root): among the
         # profile's writable roots, or everything is writable (masks still apply below)
+        source, path = (item, item) if isinstance(item, str) else item
         if all_writable or any(_under(path, w) for w in profile.writable):
-            argv += ["--bind", path, path]
+            argv += ["--bind", source, path]
     for path in profile.readonly:
         # Outside every writable root the path is read-only already: a mount saved.
         if all_writable or any(_under(path, w) for w in profile.writable):
@@ -311,7 +331,7 @@ def bwrap_argv(
     if new_session:
         argv.append("--new-session")
     argv.append("--clearenv")
-    inside = env if env is not None else sandbox_env(profile)
+    inside = inside_env
     argv += ["--args", "-"]  # the environment, through a descriptor (made last)
     argv += ["--chdir", workdir, "--"]
     env_at = len(argv) - 4
@@ -324,7 +344,11 @@ def bwrap_argv(
         if landlock_abi:
             extra_read = [target for _, target in binds]
             argv += landlock_args(
-                profile, landlock_abi, env=inside, private_dirs=private, extra_read=extra_read
+                profile,
+                landlock_abi,
+                env=inside,
+                private_dirs=landlock_private,
+                extra_read=extra_read,
             )
         if seccomp:
             argv += ["-x", seccomp.hex()]

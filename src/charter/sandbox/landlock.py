@@ -240,7 +240,9 @@ def _landlock_args(
                 *SYSTEM_READ_ROOTS,
                 *path_roots(path_var, home),
                 *(os.path.join(home, f) for f in HOME_READ_FILES),
-                *profile.writable,
+                # what may be written may be read, except an unrestricted "/": writes
+                # everywhere must not open reads everywhere (-w grants no read)
+                *(w for w in profile.writable if w != "/"),
                 *private_dirs,
                 *extra_read,
                 "/dev",

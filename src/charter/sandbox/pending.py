@@ -35,9 +35,17 @@ WARM_AFTER_S = 0.25
 _BACKLOG = 128
 
 
+#: The longest unix socket path the kernel binds (``sun_path`` is 108 bytes with the NUL).
+_SUN_PATH_MAX = 107
+
+
 def _socket_dir() -> str:
-    """A fresh private directory (mode 0700) for the socket, like ``tempfile.mkdtemp``."""
+    """A fresh private directory (mode 0700) for the socket, like ``tempfile.mkdtemp``:
+    under ``$TMPDIR`` when the socket's path fits a unix socket address there, else /tmp."""
     base = os.environ.get("TMPDIR") or "/tmp"
+    # charter-proxy-<12 hex>/proxy.sock
+    if len(os.fsencode(base)) + len("/charter-proxy-000000000000/proxy.sock") > _SUN_PATH_MAX:
+        base = "/tmp"
     for _ in range(100):
         path = os.path.join(base, f"charter-proxy-{os.urandom(6).hex()}")
         try:

@@ -287,8 +287,38 @@ def _under(path: str, root: str) -> bool:
 _Expand = Callable[[str, "PathContext"], tuple[str, str]]
 
 
+def mount_root(pattern: str, ctx: PathContext, expand: _Expand) -> tuple[str, bool]:
+    """The directory a mount gives an allow ``pattern``, and whether the mount is exact
+    (allows what the pattern allows, nothing more).
+
+    A pattern's root is the deepest literal directory it can match (``./src/*.py``:
+    ``./src``, inexact). A bare name or glob (``src``, ``*.md``) matches at any depth,
+    which no mount can express: its root is the workspace, never a parent of it (only a
+    pattern that says ``/``, ``*`` or ``**`` opens the whole filesystem), and inexact.
+    """
+    literal, rest = expand(pattern, ctx)
+    if not rest:
+        return literal, True
+    text = pattern.strip()
+    if literal == "/" and not text.startswith(("/", "~")):
+        return ctx.workspace, False
+    return literal, False
+
+
+def inexact_patterns(rules: Rules, ctx: PathContext) -> list[str]:
+    """The allow patterns of ``rules`` a mount cannot enforce exactly (:func:`mount_root`)."""
+    from charter.policy.paths import split_pattern
+
+    return [
+        pattern
+        for group in rules.allow
+        for pattern in group
+        if not mount_root(pattern, ctx, split_pattern)[1]
+    ]
+
+
 def _roots(patterns: Iterable[str], ctx: PathContext, expand: _Expand) -> set[str]:
-    return {expand(p, ctx)[0] for p in patterns}
+    return {mount_root(p, ctx, expand)[0] for p in patterns}
 
 
 def _meet(a: set[str], b: set[str]) -> set[str]:

@@ -165,7 +165,7 @@ class Sandbox:
         env: Mapping[str, str] | None = None,
         new_session: bool = True,
         binds: Sequence[tuple[str, str]] = (),
-        writable_binds: Sequence[str] = (),
+        writable_binds: Sequence[str | tuple[str, str]] = (),
     ) -> Wrapped:
         """``argv`` wrapped in bubblewrap under this sandbox's profile: run it with
         ``pass_fds=wrapped.pass_fds`` (its environment travels through a descriptor,

@@ -105,7 +105,7 @@ def _home_settings(ctx: Context, t: Translation, servers: dict[str, Any]) -> Non
         text = ""
     if text.strip():
         try:
-            loaded = json.loads(_strip_comments(text))
+            loaded = _load_jsonc(text)
         except ValueError as exc:
             t.notes.append(
                 f"{path} is not JSON gemini and charter agree on ({exc}); the persona's MCP "
@@ -125,10 +125,12 @@ def _home_settings(ctx: Context, t: Translation, servers: dict[str, Any]) -> Non
     t.mcp.extend(servers)
 
 
-def _strip_comments(text: str) -> str:
-    """gemini's settings may carry // and /* */ comments (it strips them too)."""
-    out = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    return re.sub(r'^\s*//.*$|(?<=[,{\[\s])//[^"\n]*$', "", out, flags=re.M)
+def _load_jsonc(text: str) -> Any:
+    """gemini's settings may carry // and /* */ comments (gemini strips them too): parsed
+    by json5, which knows a ``/*`` inside a string is not a comment."""
+    import json5
+
+    return json5.loads(text)
 
 
 def translate(ctx: Context) -> Translation:
