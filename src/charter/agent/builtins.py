@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -75,13 +76,14 @@ def builtin_tools(
     ask_user: Callable[[str], Any] | None = None,
     bash_timeout_s: float = 120.0,
     tool_timeout_s: float = 30.0,
+    clock: Callable[[], float] = time.monotonic,
     names: tuple[str, ...] = ("read", "write", "edit", "glob", "grep", "bash", "ask_user"),
 ) -> list[Tool]:
     """The built-in tools bound to ``workspace`` (default: the working directory).
 
     ``bash`` stops at ``bash_timeout_s``; ``glob`` and ``grep`` at ``tool_timeout_s``
     (``read``/``write``/``edit`` are bounded by size and refuse special files, so they
-    cannot block).
+    cannot block), measured on ``clock``.
     """
     ws = os.path.realpath(workspace or os.getcwd())
     ctx = make_context(ws)
@@ -151,7 +153,7 @@ def builtin_tools(
         _require("pattern", pattern, str, "a string")
         _require("path", path, str, "a string")
         _relative_pattern(pattern)
-        deadline = Deadline(tool_timeout_s, "glob")
+        deadline = Deadline(tool_timeout_s, "glob", clock)
         root = decide_path(ctx, path, "glob")
         _refuse_denied_root(root, pattern)
         depth = None if "**" in pattern else len(Path(pattern).parts)
@@ -176,13 +178,15 @@ def builtin_tools(
             _require("include", include, str, "a string")
             _relative_pattern(include)
         regex = _compile_grep(pattern)
-        deadline = Deadline(tool_timeout_s, "grep")
+        deadline = Deadline(tool_timeout_s, "grep", clock)
         root = decide_path(ctx, path, "grep")
         _refuse_denied_root(root, "")
-        if os.path.isdir(root):
-            entries: Any = walk_files(root, deadline)
+        single = not os.path.isdir(root)
+        if single:  # the file named: what keeps it from being searched is the answer
+            read_bytes(root, _MAX_GREP_FILE_BYTES)
+            entries: Any = [Entry(root, os.path.basename(root), False)]
         else:
-            entries = [Entry(root, os.path.basename(root), False)]
+            entries = walk_files(root, deadline)
         out: list[str] = []
         for entry in entries:
             if include and not fnmatch.fnmatch(os.path.basename(entry.path), include):
