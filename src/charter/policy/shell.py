@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 from charter.errors import CharterError
 
+from .git_exec import git_runs
+
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
@@ -695,8 +697,7 @@ def _unwrap(argv: tuple[Token, ...], depth: int) -> Iterator[SimpleCommand]:
         return
     if program == "git":
         yield SimpleCommand(argv)
-        if _git_runs_code(argv):
-            yield SimpleCommand((None, *argv[1:]))
+        yield from _git_inner(argv, depth)
         return
     if program == "find":
         yield SimpleCommand(argv)
@@ -857,60 +858,13 @@ def _find_exec(argv: tuple[Token, ...], depth: int) -> Iterator[SimpleCommand]:
         i += 1
 
 
-#: ``git config`` keys whose value is a command git runs (or a place it runs code from).
-_GIT_EXEC_KEYS = (
-    "alias.",
-    "core.",
-    "diff.",
-    "merge.",
-    "filter.",
-    "credential.",
-    "sequence.",
-    "gpg.",
-    "uploadpack.",
-    "receivepack.",
-    "remote.",
-    "url.",
-    "include",
-    "pager.",
-    "interactive.",
-    "sendemail.",
-    "web.",
-    "browser.",
-    "difftool.",
-    "mergetool.",
-    "man.",
-)
-
-
-def _git_runs_code(argv: tuple[Token, ...]) -> bool:
-    """Whether git options or ``git config`` make git run a command the caller chose.
-
-    ``-c key=value``, ``--config-env``, ``--exec-path=DIR`` and ``git config alias.x '!sh'``
-    (or ``core.pager``, ``core.sshCommand``, ``diff.x.command``...) are arbitrary execution
-    for an allow rule that only meant git.
-    """
-    args = argv[1:]
-    i = 0
-    while i < len(args):
-        tok = args[i]
-        if tok is None:
-            return True
-        if tok in ("-c", "--config-env") or tok.startswith(("--config-env=", "--exec-path=")):
-            return True
-        if tok.startswith("-c") and len(tok) > 2:
-            return True
-        if tok in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"):
-            i += 2
-            continue
-        if tok.startswith("-"):
-            i += 1
-            continue
-        if tok == "config":
-            keys = [t for t in args[i + 1 :] if t is None or not t.startswith("-")]
-            if not keys:
-                return False
-            key = keys[0]
-            return key is None or key.lower().startswith(_GIT_EXEC_KEYS)
-        return False
-    return False
+def _git_inner(argv: tuple[Token, ...], depth: int) -> Iterator[SimpleCommand]:
+    """What git is told to run, judged as the program it is (``git_exec`` reads git's
+    option grammar): a command line, an argv, or a program chosen at run time."""
+    for run in git_runs(argv):
+        if run.script is not None:
+            yield from _parse_cached(run.script, depth + 1)
+        elif run.argv is not None:
+            yield from _unwrap(run.argv, depth + 1)
+        else:
+            yield SimpleCommand((None, *argv[1:]), why=run.why)
