@@ -299,6 +299,22 @@ def policy_warnings(manifest: Manifest) -> list[str]:
             names = unknown_tool_names(p.effective_policy, BUILTIN_TOOLS)
             typos_of[key] = [t for t in names if "did you mean" in t]
         out.extend(f"persona {p.name}: {t}" for t in typos_of[key])
+    out.extend(tracked_warnings(manifest))
+    return out
+
+
+def tracked_warnings(manifest: Manifest) -> list[str]:
+    """Denied paths the repository of the manifest tracks, per persona (issue 29)."""
+    import os
+
+    from charter.sandbox.tracked import tracked_denied, tracked_note
+
+    where = os.path.dirname(manifest.manifest_path) if manifest.manifest_path else os.getcwd()
+    out: list[str] = []
+    for p in manifest.personas:
+        denied = tracked_denied(p.effective_policy, where)
+        if denied:
+            out.append(f"persona {p.name}: {tracked_note(denied)}")
     return out
 
 

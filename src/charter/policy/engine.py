@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .call import READ_KINDS, WRITE_KINDS, ToolAnnotations, ToolCall
+from .command_paths import named_paths
 from .commands import CommandRuleSet
 from .decision import Decision, Outcome
 from .frame import Frame
@@ -224,7 +225,7 @@ def _listing(items: Sequence[str], limit: int = 12) -> str:
 class _Subjects:
     """Per-call values shared by every frame: resolved paths, parsed commands, hosts."""
 
-    __slots__ = ("_commands", "_context", "_hosts", "_paths", "call", "frames")
+    __slots__ = ("_command_paths", "_commands", "_context", "_hosts", "_paths", "call", "frames")
 
     def __init__(self, call: ToolCall, context: PathContext | None) -> None:
         self.call = call
@@ -233,6 +234,7 @@ class _Subjects:
         self._paths: list[tuple[str, str, str, tuple[str, ...]]] | None = None
         self._commands: list[tuple[str, tuple[SimpleCommand, ...] | str]] | None = None
         self._hosts: list[tuple[str, str | None, str | None, str]] | None = None
+        self._command_paths: list[_NamedTarget] | None = None
 
     @property
     def context(self) -> PathContext:
@@ -311,6 +313,47 @@ class _Subjects:
             self._commands = out
         return self._commands
 
+    def command_paths(self) -> list[_NamedTarget]:
+        """Paths the command lines name to programs whose arguments are files
+        (``charter.policy.command_paths``), resolved against the workspace and every
+        directory an earlier ``cd``/``pushd`` of the line names; globs are expanded the way
+        the shell would, now. A path computed at run time resolves to ``None``."""
+        if self._command_paths is None:
+            out: list[_NamedTarget] = []
+            ctx = self.context
+            for _raw, parsed in self.commands():
+                if isinstance(parsed, str):
+                    continue  # unparseable lines are denied by the command rules or the sandbox
+                bases = [ctx]
+                for cmd in parsed:
+                    if cmd.program in ("cd", "pushd") and len(cmd.argv) > 1:
+                        target = cmd.argv[-1]
+                        if target is not None and "\x00" not in target:
+                            bases.append(make_context(resolve_target(target, ctx), ctx.home))
+                        continue
+                    for named in named_paths(cmd.argv):
+                        what = named.program
+                        if named.path is None:
+                            out.append(_NamedTarget(what, "$…", None, named.access, ()))
+                            continue
+                        for base in bases:
+                            for raw in _expand(named.path, base):
+                                try:
+                                    resolved = resolve_target(raw, base)
+                                except ValueError:
+                                    continue
+                                out.append(
+                                    _NamedTarget(
+                                        what,
+                                        raw,
+                                        resolved,
+                                        named.access,
+                                        sensitive_names(resolved, ctx),
+                                    )
+                                )
+            self._command_paths = out
+        return self._command_paths
+
     def hosts(self) -> list[tuple[str, str | None, str | None, str]]:
         """``(raw, host or None, scheme or None, error)``."""
         if self._hosts is None:
@@ -327,6 +370,41 @@ class _Subjects:
 
 
 _NO_SUBJECTS = _Subjects(ToolCall("-"), None)
+
+
+class _NamedTarget(NamedTuple):
+    """A path a command line names: the program, the word, its resolution, the access."""
+
+    program: str
+    raw: str
+    resolved: str | None
+    access: str
+    sensitive: tuple[str, ...]
+
+
+_GLOB_CHARS = frozenset("*?[")
+_MAX_GLOB = 256
+
+
+def _expand(word: str, ctx: PathContext) -> list[str]:
+    """``word`` and, for a glob, what it matches now (at most ``_MAX_GLOB``) and its
+    literal directory: the shell expands it when the line runs."""
+    if not _GLOB_CHARS.intersection(word):
+        return [word]
+    import glob as globmod
+    import itertools
+    import os
+
+    base = word if word.startswith(("/", "~")) else os.path.join(ctx.workspace, word)
+    base = os.path.expanduser(base) if base.startswith("~") else base
+    literal = []
+    for part in base.split("/"):
+        if _GLOB_CHARS.intersection(part):
+            break
+        literal.append(part)
+    out = ["/".join(literal) or "/"]
+    out.extend(itertools.islice(globmod.iglob(base, recursive=True), _MAX_GLOB))
+    return out
 
 
 def _accesses(ann: ToolAnnotations) -> tuple[tuple[str, str], ...]:
@@ -440,6 +518,9 @@ def _check_frame(call: ToolCall, frame: Frame, subjects: _Subjects) -> None:
                 None,
             )
 
+    if ann.command_args:
+        _check_command_paths(frame, subjects)
+
     if compiled.network_restricted:
         if ann.url_args:
             _check_network(frame, compiled.network_allow, compiled.network_deny, subjects)
@@ -542,6 +623,70 @@ def _check_runs_later(
         f'(e.g. "{root}")',
         resolved,
     )
+
+
+def _check_command_paths(frame: Frame, subjects: _Subjects) -> None:
+    """The paths a command line names (``cat secrets/x``, ``git show HEAD:secrets/x``),
+    judged like a file tool's: sensitive names and ``paths.deny`` always (defence in
+    depth under the sandbox), the allow lists too in a frame that says ``sandbox = "off"``
+    (nothing else holds that shell to them)."""
+    policy = frame.policy
+    compiled = policy.compiled
+    restricted = compiled.paths_restricted
+    unsandboxed = policy.sandbox == "off"
+    if not restricted and not unsandboxed and _no_sensitive(subjects):
+        return
+    ctx = subjects.context
+    for named in subjects.command_paths():
+        if named.resolved is None:
+            if unsandboxed:  # the sensitive defaults at least cannot be checked
+                raise _Denied(
+                    "paths",
+                    None,
+                    f"'{named.program}' is given a path computed at run time, which cannot be "
+                    'checked, and the policy runs shells with sandbox = "off"',
+                    None,
+                )
+            continue
+        for name in named.sensitive:
+            if name not in policy.allow_sensitive:
+                raise _Denied(
+                    "paths",
+                    f"sensitive: {name}",
+                    f"'{named.program}' names path '{named.raw}', which is sensitive ({name}); "
+                    f'a policy must lift it explicitly with allow_sensitive = ["{name}"]',
+                    named.resolved,
+                )
+        if not restricted:
+            continue
+        check = compiled.path_check(ctx, named.access)
+        dim = f"paths.{named.access}"
+        if check.deny is not None:
+            hit = check.deny.first_match(named.resolved)
+            if hit is not None:
+                raise _Denied(
+                    dim,
+                    f"paths.deny: {hit}",
+                    f"'{named.program}' names path '{named.raw}' ({named.access}), denied by "
+                    f"rule '{hit}'",
+                    named.resolved,
+                )
+        if not unsandboxed:
+            continue
+        for group, allow in zip(check.rules.allow, check.allow, strict=True):
+            if not allow.matches(named.resolved):
+                raise _Denied(
+                    dim,
+                    "paths.allow",
+                    f"'{named.program}' names path '{named.raw}' (resolved to "
+                    f"{named.resolved}), outside the allowed paths ({_listing(group)}); "
+                    'the policy runs shells with sandbox = "off"',
+                    named.resolved,
+                )
+
+
+def _no_sensitive(subjects: _Subjects) -> bool:
+    return not any(named.sensitive for named in subjects.command_paths())
 
 
 def _check_commands(

@@ -283,8 +283,13 @@ def _literal(node: Node) -> Token:
         return _literal(node.children[0]) if node.children else None
     if kind in ("word", "number"):
         text = _text(node)
+        if text == "~" or text.startswith("~/"):
+            # the home directory: what ``resolve_target`` and the sandbox take ``~`` to be,
+            # so path rules see ``cat ~/.ssh/id_rsa`` (a word with a path never matches a
+            # bare-name allow rule, so ``~/bin/git`` is not ``git``)
+            return text
         if text.startswith("~"):
-            return None  # expands to a home directory chosen at run time
+            return None  # another user's home, chosen at run time
         return _unescape_word(text)
     if kind == "raw_string":
         return _text(node)[1:-1]
