@@ -17,11 +17,13 @@ import subprocess
 import threading
 from collections.abc import Sequence
 
-from charter.policy import Frame, Policy, combined_policy, make_context
+from charter.policy import Frame, PathContext, Policy, combined_policy, make_context
 from charter.policy.paths import sensitive_names
 
 _LOCK = threading.Lock()
 _LISTINGS: dict[str, tuple[tuple[int, int, int], tuple[str, ...]]] = {}
+#: Verdicts per (top, index signature, policy, context): a call pays a few ``stat``s.
+_VERDICTS: dict[tuple[object, ...], tuple[str, ...]] = {}
 _GIT_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null")
 
 
@@ -89,6 +91,21 @@ def tracked_denied(
         return ()
     top, files = listing
     ctx = make_context(os.path.realpath(workspace), home)
+    key = (top, _index_signature(top), policy, ctx)
+    with _LOCK:
+        hit = _VERDICTS.get(key)
+    if hit is not None:
+        return hit
+    out = _denied(policy, ctx, top, files)
+    if key[1] is not None:
+        with _LOCK:
+            if len(_VERDICTS) > 256:
+                _VERDICTS.clear()
+            _VERDICTS[key] = out
+    return out
+
+
+def _denied(policy: Policy, ctx: PathContext, top: str, files: Sequence[str]) -> tuple[str, ...]:
     deny = policy.compiled.path_check(ctx, "read").deny if policy.paths.restricted else None
     out: list[str] = []
     for rel in files:
