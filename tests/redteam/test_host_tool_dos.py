@@ -116,21 +116,30 @@ def test_write_validates_before_touching_and_never_half_writes(ws: Path) -> None
     assert (ws / "new" / "dir" / "made.txt").read_text() == "made"
 
 
+LINKS = "import os; os.symlink('/nonexistent/x', '.env'); os.symlink('/nonexistent/y', 'c.pem')"
+DIR_LINK = "import os; os.symlink('src', '.env.d')"
+READ_ENV = "print(open('.env').read())"
+
+
 @pytest.mark.needs_sandbox
 def test_dangling_env_link_left_by_one_call_does_not_break_the_next(ws: Path) -> None:
     obs = bounded(
         ws,
         SHELL_POLICY,
-        tc("bash", command="ln -s /nonexistent/x .env && ln -s /nonexistent/y config.pem"),
+        # (``ln -s ... .env`` names a sensitive path and is refused by the policy; an
+        # interpreter's links are the sandbox's to live with)
+        tc("bash", command=f"python3 -c {LINKS!r}"),
         tc("bash", command="cat notes.txt"),
-        tc("bash", command="ln -s src .env.d && cat .env; cat notes.txt"),
+        tc("bash", command=f"python3 -c {DIR_LINK!r}; cat notes.txt"),
         tc("bash", command="cat notes.txt"),
     )
-    assert (ws / ".env").is_symlink()
+    assert (ws / ".env").is_symlink() and (ws / ".env.d").is_symlink()
     assert '"exit_code": 0' in obs[1] and "public notes" in obs[1], obs[1]
     assert "public notes" in obs[3], obs[3]
     # the twin: a real .env is still masked
     (ws / ".env").unlink()
     (ws / ".env").write_text("API_KEY=sk-hidden\n")
-    masked = bounded(ws, SHELL_POLICY, tc("bash", command="cat .env; cat notes.txt"))
+    masked = bounded(
+        ws, SHELL_POLICY, tc("bash", command=f"python3 -c {READ_ENV!r}; cat notes.txt")
+    )
     assert "sk-hidden" not in masked[0] and "public notes" in masked[0]

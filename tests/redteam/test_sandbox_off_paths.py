@@ -2,9 +2,9 @@
 
 With the sandbox explicitly off nothing but the policy stands between a shell and the
 files, so the path arguments of known readers and writers (``cat``, ``head``, ``cp``,
-``sed -i``, ``tee``...) are judged like a file tool's. The effect checked: the secret never
-reaches the model, the denied file is never written; the twin: the same programs on
-allowed files.
+``sed -i``, ``tee``...) and the files redirections open are judged like a file tool's.
+The effect checked: the secret never reaches the model, the denied file is never
+written; the twin: the same programs on allowed files.
 """
 
 from __future__ import annotations
@@ -55,6 +55,10 @@ def test_named_reads_and_writes_are_judged_without_a_sandbox(ws: Path, home: Pat
         "sed -i s/hunter2/pwned/ secrets/token.txt",
         "cp notes.txt secrets/token.txt",
         f"cat {home}/other.txt",
+        "cat < secrets/token.txt",
+        "echo pwned > secrets/token.txt",
+        "echo pwned >> secrets/token.txt 2>&1",
+        f"echo planted > {home}/planted.txt",
     ]
     obs = _run(ws, *hostile)
     for line, seen in zip(hostile, obs, strict=True):
@@ -62,6 +66,7 @@ def test_named_reads_and_writes_are_judged_without_a_sandbox(ws: Path, home: Pat
         assert "permission_denied" in seen, (line, seen)
     assert (ws / "secrets" / "token.txt").read_text() == "TOKEN=hunter2\n"
     assert not (ws / "stolen.txt").exists()
+    assert not (home / "planted.txt").exists()
 
 
 def test_twin_allowed_files_still_read_and_written_without_a_sandbox(ws: Path, home: Path) -> None:
@@ -73,6 +78,8 @@ def test_twin_allowed_files_still_read_and_written_without_a_sandbox(ws: Path, h
         "echo added | tee -a notes.txt",
         "sed -i s/hello/howdy/ src/a.txt && cat src/a.txt",
         "grep -n public notes.txt",
+        "cat < notes.txt 2>/dev/null",
+        "echo redirected > out.txt && cat out.txt >&2",
     )
     assert "public notes" in obs[0]
     assert "hello" in obs[1]
@@ -80,4 +87,6 @@ def test_twin_allowed_files_still_read_and_written_without_a_sandbox(ws: Path, h
     assert (ws / "notes.txt").read_text() == "public notes\nadded\n"
     assert "howdy" in obs[4]
     assert "1:public notes" in obs[5]
+    assert "public notes" in obs[6]
+    assert (ws / "out.txt").read_text() == "redirected\n"
     assert all('"sandbox"' not in o for o in obs)  # really unsandboxed

@@ -157,9 +157,10 @@ def builtin_tools(
         root = decide_path(ctx, path, "glob")
         _refuse_denied_root(root, pattern)
         depth = None if "**" in pattern else len(Path(pattern).parts)
+        matcher = wglob.compile(pattern, flags=_GLOB_FLAGS)  # once, not per entry
         out: list[str] = []
         for entry in walk_files(root, deadline, max_depth=depth):
-            if not wglob.globmatch(entry.rel, pattern, flags=_GLOB_FLAGS):
+            if not matcher.match(entry.rel):
                 continue
             # Listing is reading: a name is returned only when reading that file is allowed.
             target = _decided(entry)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from .call import READ_KINDS, WRITE_KINDS, ToolAnnotations, ToolCall
-from .command_paths import named_paths
+from .command_paths import NamedPath, named_paths
 from .commands import CommandRuleSet
 from .decision import Decision, Outcome
 from .frame import Frame
@@ -15,7 +15,13 @@ from .names import NameMatcher, canonical_name
 from .network import DEFAULT_SCHEMES, DomainRule, HostError, parse_target, port_of
 from .paths import PathContext, expand_pattern, make_context, resolve_target, sensitive_names
 from .runs_later import judges, named_by, written_runs_later
-from .shell import CommandParseError, SimpleCommand, expand_argv, parse_command_line
+from .shell import (
+    CommandParseError,
+    SimpleCommand,
+    expand_argv,
+    parse_command_line,
+    redirect_targets,
+)
 
 _PATH_KINDS = READ_KINDS | WRITE_KINDS
 
@@ -321,38 +327,52 @@ class _Subjects:
         if self._command_paths is None:
             out: list[_NamedTarget] = []
             ctx = self.context
-            for _raw, parsed in self.commands():
+            for raw_line, parsed in self.commands():
                 if isinstance(parsed, str):
                     continue  # unparseable lines are denied by the command rules or the sandbox
                 bases = [ctx]
+                try:
+                    redirects = redirect_targets(raw_line) if self._is_line(raw_line) else ()
+                except CommandParseError:
+                    redirects = ()
+                named_all = [NamedPath(p, access, "redirection") for access, p in redirects]
                 for cmd in parsed:
                     if cmd.program in ("cd", "pushd") and len(cmd.argv) > 1:
                         target = cmd.argv[-1]
                         if target is not None and "\x00" not in target:
                             bases.append(make_context(resolve_target(target, ctx), ctx.home))
                         continue
-                    for named in named_paths(cmd.argv):
-                        what = named.program
-                        if named.path is None:
-                            out.append(_NamedTarget(what, "$…", None, named.access, ()))
-                            continue
-                        for base in bases:
-                            for raw in _expand(named.path, base):
-                                try:
-                                    resolved = resolve_target(raw, base)
-                                except ValueError:
-                                    continue
-                                out.append(
-                                    _NamedTarget(
-                                        what,
-                                        raw,
-                                        resolved,
-                                        named.access,
-                                        sensitive_names(resolved, ctx),
-                                    )
+                    named_all.extend(named_paths(cmd.argv))
+                for named in named_all:
+                    what = named.program
+                    if named.path is None:
+                        out.append(_NamedTarget(what, "$…", None, named.access, ()))
+                        continue
+                    if named.path in _STREAMS or named.path.startswith("/dev/fd/"):
+                        continue  # the process's own streams, not files of the policy's
+                    for base in bases:
+                        for raw in _expand(named.path, base):
+                            try:
+                                resolved = resolve_target(raw, base)
+                            except ValueError:
+                                continue
+                            out.append(
+                                _NamedTarget(
+                                    what,
+                                    raw,
+                                    resolved,
+                                    named.access,
+                                    sensitive_names(resolved, ctx),
                                 )
+                            )
             self._command_paths = out
         return self._command_paths
+
+    def _is_line(self, raw: str) -> bool:
+        """Whether ``raw`` is a shell line the call gives as a string (an argv list has
+        no redirections)."""
+        args = self.call.arguments
+        return any(args.get(arg) == raw for arg in self.call.annotations.command_args)
 
     def hosts(self) -> list[tuple[str, str | None, str | None, str]]:
         """``(raw, host or None, scheme or None, error)``."""
@@ -383,6 +403,8 @@ class _NamedTarget(NamedTuple):
 
 
 _GLOB_CHARS = frozenset("*?[")
+#: Paths that are a process's own streams: never a file a rule is about.
+_STREAMS = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 _MAX_GLOB = 256
 
 

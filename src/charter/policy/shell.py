@@ -117,6 +117,30 @@ def _parse_cached(line: str, depth: int) -> tuple[SimpleCommand, ...]:
     return tuple(found)
 
 
+@lru_cache(maxsize=1024)
+def redirect_targets(line: str) -> tuple[tuple[str, Token], ...]:
+    """``(access, path)`` of every file a shell line's redirections open (``< f`` reads,
+    ``> f``, ``>> f``, ``&> f``, ``>| f`` write); duplications (``2>&1``) are not files.
+    Raises :class:`CommandParseError` like :func:`parse_command_line`."""
+    if "\x00" in line:
+        raise CommandParseError("command contains a NUL byte")
+    root = _parser().parse(line.encode("utf-8", "surrogatepass")).root_node
+    if root.has_error:
+        raise CommandParseError("command line does not parse as shell")
+    out: list[tuple[str, Token]] = []
+    for node in _walk(root):
+        if node.type != "file_redirect":
+            continue
+        ops = [c.type for c in node.children if c.type not in ("file_descriptor", "ERROR")]
+        op = ops[0] if ops else ""
+        if "&" in op and op not in ("&>", "&>>"):
+            continue  # >& 1, <& 0: another descriptor
+        destinations = list(node.children_by_field_name("destination"))
+        if destinations:
+            out.append(("read" if op == "<" else "write", _literal(destinations[0])))
+    return tuple(out)
+
+
 #: Environment variables that make an allowed program run another one (or load code).
 _EXEC_VARS = frozenset(
     {
