@@ -106,29 +106,3 @@ def ws(tmp_path: Path) -> Path:
     (root / "src" / "a.txt").write_text("hello\n")
     (root / "notes.txt").write_text("public notes\n")
     return root
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "needs_sandbox: runs commands under bubblewrap")
-
-
-def _sandbox_reasons() -> list[str]:
-    from charter.sandbox import available
-
-    info = available()
-    return [] if info.ok else list(info.reasons)
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``needs_sandbox`` skip without bubblewrap (and fail CI without it)."""
-    reasons = _sandbox_reasons()
-    if not reasons:
-        return
-    import os
-
-    if os.environ.get("CI") == "true":
-        raise pytest.UsageError("bubblewrap must work under CI=true: " + "; ".join(reasons))
-    skip = pytest.mark.skip(reason="no sandbox here: " + "; ".join(reasons))
-    for item in items:
-        if "needs_sandbox" in item.keywords:
-            item.add_marker(skip)

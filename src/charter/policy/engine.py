@@ -705,6 +705,9 @@ def _check_command_paths(frame: Frame, subjects: _Subjects) -> None:
                     'the policy runs shells with sandbox = "off"',
                     named.resolved,
                 )
+        if named.access == "write" and judges(frame, subjects.frames or (frame,)):
+            # no sandbox keeps files that run later read-only to this shell: the policy does
+            _check_runs_later(named.raw, named.resolved, check.rules.allow, ctx)
 
 
 def _no_sensitive(subjects: _Subjects) -> bool:
