@@ -128,3 +128,30 @@ def test_persona_check_and_doctor_say_a_denied_path_is_tracked(repo: Path) -> No
     assert not any("git tracks" in w for w in json.loads(check.stdout)["warnings"])
     doctor = json.loads(_charter(repo, "doctor", "--json").stdout)
     assert not [c for c in doctor if c["check"].startswith("tracked denied paths")]
+
+
+def test_object_names_are_rooted_at_the_work_tree_top(ws: Path) -> None:
+    """The workspace is a subdirectory of the repository: ``HEAD:ws/secrets/token.txt``
+    names the workspace's denied file from the top of the work tree."""
+    top = ws.parent
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"]):
+        subprocess.run(["git", *args], cwd=top, check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=a", "-c", "user.email=a@example.com", "commit", "-qm", "x"],
+        cwd=top,
+        check=True,
+        capture_output=True,
+    )
+    policy = {**POLICY, "paths": {"allow": ["../"], "deny": ["./secrets/**"]}}
+    obs = run_loop(
+        ws,
+        policy,
+        tc("bash", command="git show HEAD:ws/secrets/token.txt"),
+        tc("bash", command="git cat-file -p :ws/secrets/token.txt"),
+        tc("bash", command="git show HEAD:./secrets/token.txt"),
+        tc("bash", command="git show HEAD:ws/notes.txt"),
+        confine_to_workspace=False,
+    )
+    for hostile in obs[:3]:
+        assert "hunter2" not in hostile and "permission_denied" in hostile, hostile
+    assert "public notes" in obs[3], obs[3]

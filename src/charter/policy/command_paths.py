@@ -80,6 +80,9 @@ class NamedPath:
     path: str | None
     access: str
     program: str
+    #: The path is relative to the repository's top directory (git's ``REV:path``), not to
+    #: the directory the command runs in.
+    from_top: bool = False
 
 
 def named_paths(argv: Sequence[Token]) -> list[NamedPath]:
@@ -254,7 +257,10 @@ def _git_paths(args: Sequence[Token]) -> Iterator[NamedPath]:
             continue
         named = _object_path(tok)
         if named is not None:
-            yield NamedPath(named, READ, f"git {sub}")
+            # ``REV:path`` is relative to the top of the work tree, ``REV:./path`` to the
+            # current directory (gitrevisions(7))
+            relative = named.startswith(("./", "../"))
+            yield NamedPath(named, READ, f"git {sub}", from_top=not relative)
         elif ":" not in tok:
             # a revision or a pathspec: git tells them apart by the repository; judged as a
             # path (a revision name matches no deny rule unless it is one)

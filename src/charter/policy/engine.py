@@ -350,7 +350,7 @@ class _Subjects:
                         continue
                     if named.path in _STREAMS or named.path.startswith("/dev/fd/"):
                         continue  # the process's own streams, not files of the policy's
-                    for base in bases:
+                    for base in _work_tree_top(ctx) if named.from_top else bases:
                         for raw in _expand(named.path, base):
                             try:
                                 resolved = resolve_target(raw, base)
@@ -406,6 +406,22 @@ _GLOB_CHARS = frozenset("*?[")
 #: Paths that are a process's own streams: never a file a rule is about.
 _STREAMS = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 _MAX_GLOB = 256
+
+
+def _work_tree_top(ctx: PathContext) -> list[PathContext]:
+    """The context of the git work tree holding the workspace (where ``REV:path`` is
+    rooted), and the workspace's own when it is not in one (a path judged both ways
+    costs nothing and misses neither)."""
+    import os
+
+    path = ctx.workspace
+    while True:
+        if os.path.lexists(os.path.join(path, ".git")):
+            return [ctx] if path == ctx.workspace else [make_context(path, ctx.home), ctx]
+        parent = os.path.dirname(path)
+        if parent == path:
+            return [ctx]
+        path = parent
 
 
 def _expand(word: str, ctx: PathContext) -> list[str]:
