@@ -143,3 +143,34 @@ def test_dangling_env_link_left_by_one_call_does_not_break_the_next(ws: Path) ->
         ws, SHELL_POLICY, tc("bash", command=f"python3 -c {READ_ENV!r}; cat notes.txt")
     )
     assert "sk-hidden" not in masked[0] and "public notes" in masked[0]
+
+
+def test_ask_user_has_a_deadline_when_given_one(ws: Path) -> None:
+    import asyncio
+
+    from charter.agent import MockProvider, agent_loop, builtin_tools
+
+    from .conftest import observations
+
+    async def never(question: str) -> str:
+        await asyncio.sleep(3600)
+        return "late"
+
+    def blocking(question: str) -> str:
+        threading.Event().wait(3600)
+        return "late"
+
+    for answerer in (never, blocking):
+        tools = builtin_tools(
+            str(ws), ask_user=answerer, ask_user_timeout_s=0.2, names=("ask_user",)
+        )
+        provider = MockProvider([tc("ask_user", question="ok?"), "done"])
+        obs = observations(agent_loop("x", provider=provider, tools=tools, workspace=str(ws)))
+        assert "no answer from the user within 0.2 s" in obs[0], obs
+    twin = builtin_tools(
+        str(ws), ask_user=lambda q: "yes", ask_user_timeout_s=5, names=("ask_user",)
+    )
+    provider = MockProvider([tc("ask_user", question="ok?"), "done"])
+    assert observations(agent_loop("x", provider=provider, tools=twin, workspace=str(ws))) == [
+        "yes"
+    ]

@@ -13,8 +13,10 @@ walks at a deadline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -70,6 +72,34 @@ def _compile_grep(pattern: str) -> Any:
         raise ValueError(f"invalid grep pattern {pattern!r} (RE2 syntax): {exc}") from None
 
 
+async def _on_daemon_thread(fn: Callable[[str], Any], arg: str) -> Any:
+    """``fn(arg)`` on a daemon thread of its own: a blocking answerer past its deadline is
+    abandoned (the default executor's threads would hold the event loop's shutdown)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = fn(arg)
+        except BaseException as exc:  # handed to the awaiting task
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop may be gone by then
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name="charter-ask-user", daemon=True).start()
+    return await future
+
+
 def builtin_tools(
     workspace: str | None = None,
     *,
@@ -77,13 +107,15 @@ def builtin_tools(
     bash_timeout_s: float = 120.0,
     tool_timeout_s: float = 30.0,
     clock: Callable[[], float] = time.monotonic,
+    ask_user_timeout_s: float | None = None,
     names: tuple[str, ...] = ("read", "write", "edit", "glob", "grep", "bash", "ask_user"),
 ) -> list[Tool]:
     """The built-in tools bound to ``workspace`` (default: the working directory).
 
     ``bash`` stops at ``bash_timeout_s``; ``glob`` and ``grep`` at ``tool_timeout_s``
     (``read``/``write``/``edit`` are bounded by size and refuse special files, so they
-    cannot block), measured on ``clock``.
+    cannot block), measured on ``clock``; ``ask_user`` at ``ask_user_timeout_s`` when set
+    (a person answers it: no deadline by default).
     """
     ws = os.path.realpath(workspace or os.getcwd())
     ctx = make_context(ws)
@@ -221,10 +253,23 @@ def builtin_tools(
         """Ask the human user a question and wait for the answer."""
         if ask_user is None:
             return {"status": "error", "error": "no user is attached to this agent"}
-        answer = ask_user(question)
-        if asyncio.iscoroutine(answer):
-            answer = await answer
-        return answer
+        if ask_user_timeout_s is None:
+            answer = ask_user(question)
+            if asyncio.iscoroutine(answer):
+                answer = await answer
+            return answer
+
+        async def answered() -> Any:
+            pending = await _on_daemon_thread(ask_user, question)
+            return await pending if asyncio.iscoroutine(pending) else pending
+
+        try:
+            return await asyncio.wait_for(answered(), ask_user_timeout_s)
+        except TimeoutError:
+            return {
+                "status": "error",
+                "error": f"no answer from the user within {ask_user_timeout_s:g} s",
+            }
 
     params = {
         "read": {
