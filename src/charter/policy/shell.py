@@ -118,10 +118,13 @@ def _parse_cached(line: str, depth: int) -> tuple[SimpleCommand, ...]:
 
 
 @lru_cache(maxsize=1024)
-def redirect_targets(line: str) -> tuple[tuple[str, Token], ...]:
+def redirect_targets(line: str, depth: int = 0) -> tuple[tuple[str, Token], ...]:
     """``(access, path)`` of every file a shell line's redirections open (``< f`` reads,
-    ``> f``, ``>> f``, ``&> f``, ``>| f`` write); duplications (``2>&1``) are not files.
-    Raises :class:`CommandParseError` like :func:`parse_command_line`."""
+    ``> f``, ``>> f``, ``&> f``, ``>| f`` write), also inside the scripts it hands to
+    ``bash -c``/``sh -c`` (through launchers) and ``eval``; duplications (``2>&1``) are not
+    files. Raises :class:`CommandParseError` like :func:`parse_command_line`."""
+    if depth > _MAX_DEPTH:
+        raise CommandParseError("command nests shells too deeply to analyse")
     if "\x00" in line:
         raise CommandParseError("command contains a NUL byte")
     root = _parser().parse(line.encode("utf-8", "surrogatepass")).root_node
@@ -138,6 +141,16 @@ def redirect_targets(line: str) -> tuple[tuple[str, Token], ...]:
         destinations = list(node.children_by_field_name("destination"))
         if destinations:
             out.append(("read" if op == "<" else "write", _literal(destinations[0])))
+    for cmd in _parse_cached(line, depth):
+        if not cmd.transparent:
+            continue
+        script: str | _Unknown | None = None
+        if cmd.program in _SHELLS:
+            script = _shell_script(cmd.argv)
+        elif cmd.program == "eval" and all(t is not None for t in cmd.argv[1:]):
+            script = " ".join(t for t in cmd.argv[1:] if t is not None)
+        if isinstance(script, str):
+            out.extend(redirect_targets(script, depth + 1))
     return tuple(out)
 
 
