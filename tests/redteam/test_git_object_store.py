@@ -115,7 +115,9 @@ def test_persona_check_and_doctor_say_a_denied_path_is_tracked(repo: Path) -> No
     (repo / "flows" / "coder.py").write_text("def run(ctx):\n    return None\n")
     check = _charter(repo, "persona", "check", "--json")
     assert check.returncode == 0, check.stderr
-    warnings = json.loads(check.stdout)["warnings"]
+    report = json.loads(check.stdout)
+    warnings = report["warnings"]
+    assert report["warning_counts"].get("tracked_denied_path") == 1, report
     assert any(
         "persona coder: git tracks 2 path(s)" in w and "secrets/token.txt" in w for w in warnings
     )

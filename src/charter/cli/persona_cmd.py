@@ -252,6 +252,7 @@ def _check_results(ctx: click.Context, path: str | None) -> tuple[Manifest, list
         return manifest, []
     kinds = [("unreachable_route_step", w) for w in unreachable_steps(manifest.handoff_routes)]
     kinds.extend(("policy", w) for w in policy_warnings(manifest))
+    kinds.extend(("tracked_denied_path", w) for w in tracked_warnings(manifest))
     # valid constructs charter reads differently or cannot act on (another host's entry
     # workflow, [package], triggers no receiver delivers): warnings, exit status still 0
     kinds.extend((w.kind, str(w)) for w in manifest.warnings)
@@ -299,7 +300,6 @@ def policy_warnings(manifest: Manifest) -> list[str]:
             names = unknown_tool_names(p.effective_policy, BUILTIN_TOOLS)
             typos_of[key] = [t for t in names if "did you mean" in t]
         out.extend(f"persona {p.name}: {t}" for t in typos_of[key])
-    out.extend(tracked_warnings(manifest))
     return out
 
 

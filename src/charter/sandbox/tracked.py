@@ -4,7 +4,8 @@ A file the policy denies is masked in the sandbox, but if the repository tracks 
 content is also in ``.git/objects``: ``git show HEAD:secrets/token.txt`` names it (and the
 policy judges that), ``git log -p`` or ``git cat-file -p <blob id>`` do not. No mask can
 cover a pack file, so charter says so: ``charter persona check``, ``charter doctor`` and
-the ``bash`` tool's sandbox receipt report the denied paths a repository tracks.
+the ``bash`` tool's sandbox receipt report the denied paths a repository tracks under the
+workspace.
 
 ``git ls-files`` runs with hooks and fsmonitor switched off; its answer is kept per
 repository while ``.git/index`` is unchanged.
@@ -40,8 +41,21 @@ def _toplevel(workspace: str) -> str | None:
 
 
 def _index_signature(top: str) -> tuple[int, int, int] | None:
+    """What changes with the index: its mtime, size and inode (``.git`` may be a file
+    naming the git directory, as in a linked worktree or a submodule)."""
+    dotgit = os.path.join(top, ".git")
+    gitdir = dotgit
+    if os.path.isfile(dotgit):
+        try:
+            with open(dotgit, encoding="utf-8") as handle:
+                line = handle.readline().strip()
+        except OSError:
+            return None
+        if not line.startswith("gitdir:"):
+            return None
+        gitdir = os.path.join(top, line.partition(":")[2].strip())
     try:
-        st = os.stat(os.path.join(top, ".git", "index"))
+        st = os.stat(os.path.join(gitdir, "index"))
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)
@@ -49,18 +63,20 @@ def _index_signature(top: str) -> tuple[int, int, int] | None:
 
 def tracked_files(workspace: str) -> tuple[str, tuple[str, ...]] | None:
     """``(top, paths relative to top)`` of what the repository holding ``workspace``
-    tracks, or ``None`` outside a repository (or without git)."""
-    top = _toplevel(workspace)
+    tracks under ``workspace`` (where the policy's rules point; a whole monorepo would
+    make every check pay for it), or ``None`` outside a repository (or without git)."""
+    where = os.path.realpath(workspace)
+    top = _toplevel(where)
     if top is None:
         return None
     signature = _index_signature(top)
     with _LOCK:
-        hit = _LISTINGS.get(top)
+        hit = _LISTINGS.get(where)
     if hit is not None and signature is not None and hit[0] == signature:
         return top, hit[1]
     try:
         proc = subprocess.run(
-            ["git", *_GIT_SAFE, "-C", top, "ls-files", "-z"],
+            ["git", *_GIT_SAFE, "-C", where, "ls-files", "-z", "--full-name"],
             capture_output=True,
             timeout=30,
             check=False,
@@ -75,7 +91,7 @@ def tracked_files(workspace: str) -> tuple[str, tuple[str, ...]] | None:
         with _LOCK:
             if len(_LISTINGS) > 64:
                 _LISTINGS.clear()
-            _LISTINGS[top] = (signature, files)
+            _LISTINGS[where] = (signature, files)
     return top, files
 
 
