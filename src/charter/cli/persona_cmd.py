@@ -307,10 +307,12 @@ def tracked_warnings(manifest: Manifest) -> list[str]:
     """Denied paths the repository of the manifest tracks, per persona (issue 29)."""
     import os
 
-    from charter.sandbox.tracked import tracked_denied, tracked_note
+    from charter.sandbox.tracked import tracked_denied, tracked_files, tracked_note
 
     where = os.path.dirname(manifest.manifest_path) if manifest.manifest_path else os.getcwd()
     out: list[str] = []
+    if not manifest.personas or tracked_files(where) is None:
+        return out  # not in a repository: nothing to look up per persona
     for p in manifest.personas:
         denied = tracked_denied(p.effective_policy, where)
         if denied:
