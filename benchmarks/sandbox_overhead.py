@@ -16,7 +16,9 @@ directory modified within the last second again on every call (mtimes are too co
 trust), which is what an agent that just wrote files pays, not the steady state.
 
 Run: `.venv/bin/python benchmarks/sandbox_overhead.py [--n N] [--files F]`
-(``--files``: files in the scratch workspace, which the profile builder scans).
+(``--files``: files in the scratch workspace, which the profile builder scans; ``--git``:
+make it a git repository tracking every file, the denied one included, so each receipt
+also reports the tracked denied path).
 """
 
 from __future__ import annotations
@@ -100,6 +102,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=100)
     parser.add_argument("--files", type=int, default=500)
+    parser.add_argument("--git", action="store_true", help="a git repository tracking all")
     args = parser.parse_args()
     info = available()
     if not info.ok:
@@ -112,6 +115,15 @@ def main() -> None:
             (sub / f"mod{i}.py").write_text("x = 1\n")
         (ws / "secrets").mkdir()
         (ws / "secrets" / "token").write_text("t")
+        if args.git:
+            import subprocess
+
+            for step in (
+                ["init", "-q"],
+                ["add", "-A"],
+                ["-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-qm", "files"],
+            ):
+                subprocess.run(["git", *step], cwd=ws, check=True)
         base = {"paths": {"allow": ["./**"], "deny": ["./secrets/**"]}}
         none = {**base, "network": {"deny": ["*"]}}
         proxy = {**base, "network": {"allow": ["example.com"]}}
@@ -126,8 +138,9 @@ def main() -> None:
         time.sleep(1.1)  # see the module docstring
         helper = build_helper()
         print(
-            f"bash tool call, `true`, n={args.n}, workspace of {args.files} files; "
-            f"Landlock ABI {available().landlock_abi}, helper "
+            f"bash tool call, `true`, n={args.n}, workspace of {args.files} files"
+            + (" (a git repository); " if args.git else "; ")
+            + f"Landlock ABI {available().landlock_abi}, helper "
             + (helper.path or f"unavailable ({helper.reason})")
         )
         print(f"{'mode':32} {'p50 ms':>8} {'p99 ms':>8} {'added p50':>10}")

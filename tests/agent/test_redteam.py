@@ -125,12 +125,12 @@ def test_misspelt_or_undecodable_arguments_are_denials(ws: Path) -> None:
 def test_symlink_swapped_after_the_decision_is_not_followed(
     ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, args: dict[str, Any]
 ) -> None:
-    from charter.agent import builtins
+    from charter.agent import hostfs
 
     outside = tmp_path / "outside.txt"
     outside.write_text("keep")
     target = ws / "src" / "a.txt"
-    real = builtins.resolve_target
+    real = hostfs.resolve_target
 
     def racing(value: str, ctx: Any) -> str:
         # the decision saw a plain file; an attacker swaps in a link before the open
@@ -139,7 +139,7 @@ def test_symlink_swapped_after_the_decision_is_not_followed(
         target.symlink_to(outside)
         return resolved
 
-    monkeypatch.setattr(builtins, "resolve_target", racing)
+    monkeypatch.setattr(hostfs, "resolve_target", racing)
     tool = {t.name: t for t in builtin_tools(str(ws), names=(name,))}[name]
     with pytest.raises(OSError):
         tool.handler(path="src/a.txt", **args)
@@ -158,12 +158,12 @@ def test_parent_directory_swapped_after_the_decision_is_not_followed(
     ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, args: dict[str, Any]
 ) -> None:
     """The class, not the example: a link swapped in for a *directory* of the path."""
-    from charter.agent import builtins
+    from charter.agent import hostfs
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (elsewhere / "a.txt").write_text("keep")
-    real = builtins.resolve_target
+    real = hostfs.resolve_target
 
     def racing(value: str, ctx: Any) -> str:
         resolved = real(value, ctx)
@@ -171,7 +171,7 @@ def test_parent_directory_swapped_after_the_decision_is_not_followed(
         (ws / "src").symlink_to(elsewhere, target_is_directory=True)
         return resolved
 
-    monkeypatch.setattr(builtins, "resolve_target", racing)
+    monkeypatch.setattr(hostfs, "resolve_target", racing)
     tool = {t.name: t for t in builtin_tools(str(ws), names=(name,))}[name]
     with pytest.raises(OSError):
         tool.handler(path="src/a.txt", **args)

@@ -72,3 +72,37 @@ def run(ws: Path, *turns: dict[str, Any], policy: dict[str, Any] | None = None) 
 def text(obs: Any) -> str:
     """Everything a tool result showed the model."""
     return obs if isinstance(obs, str) else json.dumps(obs)
+
+
+def many(*calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """A scripted turn with several tool calls (run concurrently when the loop allows)."""
+    return {"tool_calls": [{"name": n, "arguments": a} for n, a in calls]}
+
+
+def observations(result: Any) -> list[str]:
+    """What the model was shown of each tool call, in order (as the raw strings)."""
+    return [m["content"] for m in result.transcript["messages"] if m["role"] == "tool"]
+
+
+def run_loop(ws: Path, policy: dict[str, Any], *turns: dict[str, Any], **options: Any) -> list[str]:
+    """Drive ``agent_loop`` in ``ws`` under ``policy`` with scripted ``turns``; loop options
+    pass through, ``tool_options`` go to ``builtin_tools``."""
+    tools = builtin_tools(str(ws), **options.pop("tool_options", {}))
+    provider = MockProvider([*turns, "done"])
+    result = agent_loop(
+        "x", provider=provider, tools=tools, workspace=str(ws), policy=policy, **options
+    )
+    return observations(result)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    """A workspace with a denied ``secrets/`` tree and public files."""
+    root = tmp_path / "ws"
+    (root / "secrets").mkdir(parents=True)
+    (root / "secrets" / "token.txt").write_text("TOKEN=hunter2\n")
+    (root / "secrets" / "a.txt").write_text("TOKEN=hunter2\n")
+    (root / "src").mkdir()
+    (root / "src" / "a.txt").write_text("hello\n")
+    (root / "notes.txt").write_text("public notes\n")
+    return root

@@ -84,7 +84,9 @@ def test_binding_the_interpreter_does_not_unmask_what_is_under_it(
     landlock.build_helper(refresh=True)
     try:
         proxied = {**POLICY, "network": {"allow": ["127.0.0.1"]}}
-        obs = run(ws, sh("cat .venv/lib/server.pem; echo rc=$?"), policy=proxied)
+        # (python3 reads it: ``cat`` naming a *.pem is refused by the policy first)
+        read = "python3 -c \"print(open('.venv/lib/server.pem').read())\"; echo rc=$?"
+        obs = run(ws, sh(read), policy=proxied)
         assert "PRIVATE KEY" not in obs[0]["stdout"], obs[0]
         assert "rc=" in obs[0]["stdout"]
     finally:

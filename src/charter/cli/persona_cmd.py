@@ -252,6 +252,7 @@ def _check_results(ctx: click.Context, path: str | None) -> tuple[Manifest, list
         return manifest, []
     kinds = [("unreachable_route_step", w) for w in unreachable_steps(manifest.handoff_routes)]
     kinds.extend(("policy", w) for w in policy_warnings(manifest))
+    kinds.extend(("tracked_denied_path", w) for w in tracked_warnings(manifest))
     # valid constructs charter reads differently or cannot act on (another host's entry
     # workflow, [package], triggers no receiver delivers): warnings, exit status still 0
     kinds.extend((w.kind, str(w)) for w in manifest.warnings)
@@ -299,6 +300,23 @@ def policy_warnings(manifest: Manifest) -> list[str]:
             names = unknown_tool_names(p.effective_policy, BUILTIN_TOOLS)
             typos_of[key] = [t for t in names if "did you mean" in t]
         out.extend(f"persona {p.name}: {t}" for t in typos_of[key])
+    return out
+
+
+def tracked_warnings(manifest: Manifest) -> list[str]:
+    """Denied paths the repository of the manifest tracks, per persona (issue 29)."""
+    import os
+
+    from charter.sandbox.tracked import tracked_denied, tracked_files, tracked_note
+
+    where = os.path.dirname(manifest.manifest_path) if manifest.manifest_path else os.getcwd()
+    out: list[str] = []
+    if not manifest.personas or tracked_files(where) is None:
+        return out  # not in a repository: nothing to look up per persona
+    for p in manifest.personas:
+        denied = tracked_denied(p.effective_policy, where)
+        if denied:
+            out.append(f"persona {p.name}: {tracked_note(denied)}")
     return out
 
 

@@ -21,6 +21,25 @@ def _version(binary: str) -> str | None:
     return text[0] if proc.returncode == 0 and text else None
 
 
+def tracked_checks(manifest: Any, cwd: str | None = None) -> list[dict[str, Any]]:
+    """Per persona: denied paths the repository here tracks (readable through git)."""
+    from charter.sandbox.tracked import tracked_denied, tracked_note
+
+    out: list[dict[str, Any]] = []
+    where = cwd or os.getcwd()
+    for persona in manifest.personas:
+        denied = tracked_denied(persona.effective_policy, where)
+        if denied:
+            out.append(
+                {
+                    "check": f"tracked denied paths: {persona.name}",
+                    "status": "warn",
+                    "detail": tracked_note(denied),
+                }
+            )
+    return out
+
+
 def checks(cwd: str | None = None) -> list[dict[str, Any]]:
     from charter.manifest import load_manifest
     from charter.sandbox import diagnostics as sandbox_diagnostics
@@ -76,6 +95,7 @@ def checks(cwd: str | None = None) -> list[dict[str, Any]]:
         )
     else:
         out.append({"check": "personas valid", "status": "ok", "detail": "no problems"})
+    out.extend(tracked_checks(manifest, cwd))
     shared = os.environ.get("CHARTER_RUN_MODE")
     if shared:
         out.append({"check": "CHARTER_RUN_MODE", "status": "ok", "detail": shared})

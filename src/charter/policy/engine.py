@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from .call import READ_KINDS, WRITE_KINDS, ToolAnnotations, ToolCall
+from .command_paths import NamedPath, named_paths
 from .commands import CommandRuleSet
 from .decision import Decision, Outcome
 from .frame import Frame
@@ -14,7 +15,13 @@ from .names import NameMatcher, canonical_name
 from .network import DEFAULT_SCHEMES, DomainRule, HostError, parse_target, port_of
 from .paths import PathContext, expand_pattern, make_context, resolve_target, sensitive_names
 from .runs_later import judges, named_by, written_runs_later
-from .shell import CommandParseError, SimpleCommand, expand_argv, parse_command_line
+from .shell import (
+    CommandParseError,
+    SimpleCommand,
+    expand_argv,
+    parse_command_line,
+    redirect_targets,
+)
 
 _PATH_KINDS = READ_KINDS | WRITE_KINDS
 
@@ -224,7 +231,7 @@ def _listing(items: Sequence[str], limit: int = 12) -> str:
 class _Subjects:
     """Per-call values shared by every frame: resolved paths, parsed commands, hosts."""
 
-    __slots__ = ("_commands", "_context", "_hosts", "_paths", "call", "frames")
+    __slots__ = ("_command_paths", "_commands", "_context", "_hosts", "_paths", "call", "frames")
 
     def __init__(self, call: ToolCall, context: PathContext | None) -> None:
         self.call = call
@@ -233,6 +240,7 @@ class _Subjects:
         self._paths: list[tuple[str, str, str, tuple[str, ...]]] | None = None
         self._commands: list[tuple[str, tuple[SimpleCommand, ...] | str]] | None = None
         self._hosts: list[tuple[str, str | None, str | None, str]] | None = None
+        self._command_paths: list[_NamedTarget] | None = None
 
     @property
     def context(self) -> PathContext:
@@ -311,6 +319,61 @@ class _Subjects:
             self._commands = out
         return self._commands
 
+    def command_paths(self) -> list[_NamedTarget]:
+        """Paths the command lines name to programs whose arguments are files
+        (``charter.policy.command_paths``), resolved against the workspace and every
+        directory an earlier ``cd``/``pushd`` of the line names; globs are expanded the way
+        the shell would, now. A path computed at run time resolves to ``None``."""
+        if self._command_paths is None:
+            out: list[_NamedTarget] = []
+            ctx = self.context
+            for raw_line, parsed in self.commands():
+                if isinstance(parsed, str):
+                    continue  # unparseable lines are denied by the command rules or the sandbox
+                bases = [ctx]
+                try:
+                    redirects = redirect_targets(raw_line) if self._is_line(raw_line) else ()
+                except CommandParseError:
+                    redirects = ()
+                named_all = [NamedPath(p, access, "redirection") for access, p in redirects]
+                for cmd in parsed:
+                    if cmd.program in ("cd", "pushd") and len(cmd.argv) > 1:
+                        target = cmd.argv[-1]
+                        if target is not None and "\x00" not in target:
+                            bases.append(make_context(resolve_target(target, ctx), ctx.home))
+                        continue
+                    named_all.extend(named_paths(cmd.argv))
+                for named in named_all:
+                    what = named.program
+                    if named.path is None:
+                        out.append(_NamedTarget(what, "$…", None, named.access, ()))
+                        continue
+                    if named.path in _STREAMS or named.path.startswith("/dev/fd/"):
+                        continue  # the process's own streams, not files of the policy's
+                    for base in _work_tree_top(ctx) if named.from_top else bases:
+                        for raw in _expand(named.path, base):
+                            try:
+                                resolved = resolve_target(raw, base)
+                            except ValueError:
+                                continue
+                            out.append(
+                                _NamedTarget(
+                                    what,
+                                    raw,
+                                    resolved,
+                                    named.access,
+                                    sensitive_names(resolved, ctx),
+                                )
+                            )
+            self._command_paths = out
+        return self._command_paths
+
+    def _is_line(self, raw: str) -> bool:
+        """Whether ``raw`` is a shell line the call gives as a string (an argv list has
+        no redirections)."""
+        args = self.call.arguments
+        return any(args.get(arg) == raw for arg in self.call.annotations.command_args)
+
     def hosts(self) -> list[tuple[str, str | None, str | None, str]]:
         """``(raw, host or None, scheme or None, error)``."""
         if self._hosts is None:
@@ -327,6 +390,59 @@ class _Subjects:
 
 
 _NO_SUBJECTS = _Subjects(ToolCall("-"), None)
+
+
+class _NamedTarget(NamedTuple):
+    """A path a command line names: the program, the word, its resolution, the access."""
+
+    program: str
+    raw: str
+    resolved: str | None
+    access: str
+    sensitive: tuple[str, ...]
+
+
+_GLOB_CHARS = frozenset("*?[")
+#: Paths that are a process's own streams: never a file a rule is about.
+_STREAMS = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+_MAX_GLOB = 256
+
+
+def _work_tree_top(ctx: PathContext) -> list[PathContext]:
+    """The context of the git work tree holding the workspace (where ``REV:path`` is
+    rooted), and the workspace's own when it is not in one (a path judged both ways
+    costs nothing and misses neither)."""
+    import os
+
+    path = ctx.workspace
+    while True:
+        if os.path.lexists(os.path.join(path, ".git")):
+            return [ctx] if path == ctx.workspace else [make_context(path, ctx.home), ctx]
+        parent = os.path.dirname(path)
+        if parent == path:
+            return [ctx]
+        path = parent
+
+
+def _expand(word: str, ctx: PathContext) -> list[str]:
+    """``word`` and, for a glob, what it matches now (at most ``_MAX_GLOB``) and its
+    literal directory: the shell expands it when the line runs."""
+    if not _GLOB_CHARS.intersection(word):
+        return [word]
+    import glob as globmod
+    import itertools
+    import os
+
+    base = word if word.startswith(("/", "~")) else os.path.join(ctx.workspace, word)
+    base = os.path.expanduser(base) if base.startswith("~") else base
+    literal = []
+    for part in base.split("/"):
+        if _GLOB_CHARS.intersection(part):
+            break
+        literal.append(part)
+    out = ["/".join(literal) or "/"]
+    out.extend(itertools.islice(globmod.iglob(base, recursive=True), _MAX_GLOB))
+    return out
 
 
 def _accesses(ann: ToolAnnotations) -> tuple[tuple[str, str], ...]:
@@ -440,6 +556,9 @@ def _check_frame(call: ToolCall, frame: Frame, subjects: _Subjects) -> None:
                 None,
             )
 
+    if ann.command_args:
+        _check_command_paths(frame, subjects)
+
     if compiled.network_restricted:
         if ann.url_args:
             _check_network(frame, compiled.network_allow, compiled.network_deny, subjects)
@@ -542,6 +661,73 @@ def _check_runs_later(
         f'(e.g. "{root}")',
         resolved,
     )
+
+
+def _check_command_paths(frame: Frame, subjects: _Subjects) -> None:
+    """The paths a command line names (``cat secrets/x``, ``git show HEAD:secrets/x``),
+    judged like a file tool's: sensitive names and ``paths.deny`` always (defence in
+    depth under the sandbox), the allow lists too in a frame that says ``sandbox = "off"``
+    (nothing else holds that shell to them)."""
+    policy = frame.policy
+    compiled = policy.compiled
+    restricted = compiled.paths_restricted
+    unsandboxed = policy.sandbox == "off"
+    if not restricted and not unsandboxed and _no_sensitive(subjects):
+        return
+    ctx = subjects.context
+    for named in subjects.command_paths():
+        if named.resolved is None:
+            if unsandboxed:  # the sensitive defaults at least cannot be checked
+                raise _Denied(
+                    "paths",
+                    None,
+                    f"'{named.program}' is given a path computed at run time, which cannot be "
+                    'checked, and the policy runs shells with sandbox = "off"',
+                    None,
+                )
+            continue
+        for name in named.sensitive:
+            if name not in policy.allow_sensitive:
+                raise _Denied(
+                    "paths",
+                    f"sensitive: {name}",
+                    f"'{named.program}' names path '{named.raw}', which is sensitive ({name}); "
+                    f'a policy must lift it explicitly with allow_sensitive = ["{name}"]',
+                    named.resolved,
+                )
+        if not restricted:
+            continue
+        check = compiled.path_check(ctx, named.access)
+        dim = f"paths.{named.access}"
+        if check.deny is not None:
+            hit = check.deny.first_match(named.resolved)
+            if hit is not None:
+                raise _Denied(
+                    dim,
+                    f"paths.deny: {hit}",
+                    f"'{named.program}' names path '{named.raw}' ({named.access}), denied by "
+                    f"rule '{hit}'",
+                    named.resolved,
+                )
+        if not unsandboxed:
+            continue
+        for group, allow in zip(check.rules.allow, check.allow, strict=True):
+            if not allow.matches(named.resolved):
+                raise _Denied(
+                    dim,
+                    "paths.allow",
+                    f"'{named.program}' names path '{named.raw}' (resolved to "
+                    f"{named.resolved}), outside the allowed paths ({_listing(group)}); "
+                    'the policy runs shells with sandbox = "off"',
+                    named.resolved,
+                )
+        if named.access == "write" and judges(frame, subjects.frames or (frame,)):
+            # no sandbox keeps files that run later read-only to this shell: the policy does
+            _check_runs_later(named.raw, named.resolved, check.rules.allow, ctx)
+
+
+def _no_sensitive(subjects: _Subjects) -> bool:
+    return not any(named.sensitive for named in subjects.command_paths())
 
 
 def _check_commands(

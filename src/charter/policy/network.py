@@ -109,17 +109,54 @@ def host_of(value: str) -> str:
     return parse_target(value)[0]
 
 
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@lru_cache(maxsize=4096)
+def address_of(host: str) -> IPAddress | None:
+    """``host`` as an address when it is one (``[...]`` stripped), IPv4-mapped IPv6
+    (``::ffff:127.0.0.1``) as the IPv4 address it reaches; ``None`` for a name."""
+    try:
+        addr = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped
+    return addr
+
+
+def reaches_this_host(addr: IPAddress) -> bool:
+    """Whether connecting to ``addr`` reaches the local machine: any loopback address
+    (``127.0.0.0/8``, ``::1``) or the unspecified one (``0.0.0.0``, ``::``), which Linux
+    connects to loopback."""
+    return addr.is_loopback or addr.is_unspecified
+
+
+def _is_localhost_name(host: str) -> bool:
+    # RFC 6761: ``localhost`` and every name under it are loopback
+    return host == "localhost" or host.endswith(".localhost")
+
+
 @dataclass(frozen=True, slots=True)
 class DomainRule:
-    """``*`` (any host), ``*.example.com`` (strict subdomains) or an exact host, optionally
-    behind a scheme (``wss://*.example.com``) and with a port (``http://127.0.0.1:8080``:
-    only that port; without one, any)."""
+    """``*`` (any host), ``*.example.com`` (strict subdomains), an exact host, an address
+    or a CIDR range (``10.0.0.0/8``, ``fd00::/8``), optionally behind a scheme
+    (``wss://*.example.com``) and with a port (``http://127.0.0.1:8080``: only that port;
+    without one, any).
+
+    Addresses match as addresses: ``[::ffff:127.0.0.1]`` is ``127.0.0.1``. A *deny* rule
+    naming the local machine (``localhost``, a loopback address, ``0.0.0.0``) denies every
+    way of reaching it: all of ``127.0.0.0/8``, ``::1``, ``0.0.0.0``, ``::`` and
+    ``*.localhost``. Allow rules stay exact.
+    """
 
     text: str
     host: str
     subdomains: bool
     scheme: str | None = None
     port: int | None = None
+    network: IPNetwork | None = None
 
     @classmethod
     def parse(cls, text: str) -> DomainRule:
@@ -132,7 +169,12 @@ class DomainRule:
             raw = raw.rstrip("/")
             if not scheme or not all(c.isalnum() or c in "+-." for c in scheme):
                 raise ValueError(f"network rule {text!r}: expected scheme://host")
-        shape = "'*', '*.domain' or a host name, optionally behind scheme://"
+        shape = (
+            "'*', '*.domain', a host name, an address or a CIDR range, optionally behind scheme://"
+        )
+        network = _network(raw)
+        if network is not None:
+            return cls(text, str(network.network_address), False, scheme, network=network)
         if not raw or any(ch.isspace() or ch in "/@?#\\" for ch in raw):
             raise ValueError(f"network rule {text!r}: expected {shape}")
         port: int | None = None
@@ -149,9 +191,26 @@ class DomainRule:
             raise ValueError(f"network rule {text!r}: expected {shape}")
         return cls(text, host_of(raw), False, scheme, port)
 
-    def matches_host(self, host: str) -> bool:
+    @property
+    def names_this_host(self) -> bool:
+        """Whether the rule names the local machine (``localhost``, loopback, unspecified)."""
+        if self.network is not None:
+            return any(
+                reaches_this_host(a) for a in (self.network.network_address, self.network[-1])
+            )
+        return not self.subdomains and _is_localhost_name(self.host)
+
+    def matches_host(self, host: str, *, deny: bool = False) -> bool:
         if self.host == "*":
             return True
+        addr = address_of(host)
+        if deny and self.names_this_host:
+            if addr is not None and reaches_this_host(addr):
+                return True
+            if addr is None and _is_localhost_name(host):
+                return True
+        if self.network is not None:
+            return addr is not None and addr in self.network
         if self.subdomains:
             return host.endswith("." + self.host)
         return host == self.host
@@ -162,10 +221,27 @@ class DomainRule:
         """Whether the rule covers ``host`` reached by ``scheme`` (``None``: a bare host)
         on ``port`` (``None``: not known; a rule naming a port then allows nothing and
         denies the host)."""
-        if not self.matches_host(host):
+        if not self.matches_host(host, deny=deny):
             return False
         if self.port is not None and port != self.port and not (deny and port is None):
             return False
         if self.scheme is not None:
             return scheme == self.scheme or (scheme is None and deny)
         return deny or scheme is None or scheme in DEFAULT_SCHEMES
+
+
+def _network(raw: str) -> IPNetwork | None:
+    """A rule that is an address (``127.0.0.1``, ``[::1]``, ``::ffff:10.0.0.1``) or a CIDR
+    range (``10.0.0.0/8``) as a network; ``None`` for a name. IPv4-mapped IPv6 is IPv4."""
+    text = raw.strip("[]") if "/" not in raw else raw.replace("[", "").replace("]", "")
+    try:
+        net = ipaddress.ip_network(text, strict=False)
+    except ValueError:
+        addr = address_of(text) if "/" not in text else None
+        if addr is None:
+            return None
+        net = ipaddress.ip_network(addr)
+    if isinstance(net, ipaddress.IPv6Network) and net.network_address.ipv4_mapped is not None:
+        mapped = net.network_address.ipv4_mapped
+        return ipaddress.ip_network(f"{mapped}/{max(net.prefixlen - 96, 0)}", strict=False)
+    return net

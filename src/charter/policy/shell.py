@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 
 from charter.errors import CharterError
 
+from .git_exec import git_runs
+
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
@@ -113,6 +115,43 @@ def _parse_cached(line: str, depth: int) -> tuple[SimpleCommand, ...]:
         elif node.type in ("heredoc_body", "heredoc_redirect") and depth == 0:
             continue
     return tuple(found)
+
+
+@lru_cache(maxsize=1024)
+def redirect_targets(line: str, depth: int = 0) -> tuple[tuple[str, Token], ...]:
+    """``(access, path)`` of every file a shell line's redirections open (``< f`` reads,
+    ``> f``, ``>> f``, ``&> f``, ``>| f`` write), also inside the scripts it hands to
+    ``bash -c``/``sh -c`` (through launchers) and ``eval``; duplications (``2>&1``) are not
+    files. Raises :class:`CommandParseError` like :func:`parse_command_line`."""
+    if depth > _MAX_DEPTH:
+        raise CommandParseError("command nests shells too deeply to analyse")
+    if "\x00" in line:
+        raise CommandParseError("command contains a NUL byte")
+    root = _parser().parse(line.encode("utf-8", "surrogatepass")).root_node
+    if root.has_error:
+        raise CommandParseError("command line does not parse as shell")
+    out: list[tuple[str, Token]] = []
+    for node in _walk(root):
+        if node.type != "file_redirect":
+            continue
+        ops = [c.type for c in node.children if c.type not in ("file_descriptor", "ERROR")]
+        op = ops[0] if ops else ""
+        if "&" in op and op not in ("&>", "&>>"):
+            continue  # >& 1, <& 0: another descriptor
+        destinations = list(node.children_by_field_name("destination"))
+        if destinations:
+            out.append(("read" if op == "<" else "write", _literal(destinations[0])))
+    for cmd in _parse_cached(line, depth):
+        if not cmd.transparent:
+            continue
+        script: str | _Unknown | None = None
+        if cmd.program in _SHELLS:
+            script = _shell_script(cmd.argv)
+        elif cmd.program == "eval" and all(t is not None for t in cmd.argv[1:]):
+            script = " ".join(t for t in cmd.argv[1:] if t is not None)
+        if isinstance(script, str):
+            out.extend(redirect_targets(script, depth + 1))
+    return tuple(out)
 
 
 #: Environment variables that make an allowed program run another one (or load code).
@@ -281,8 +320,13 @@ def _literal(node: Node) -> Token:
         return _literal(node.children[0]) if node.children else None
     if kind in ("word", "number"):
         text = _text(node)
+        if text == "~" or text.startswith("~/"):
+            # the home directory: what ``resolve_target`` and the sandbox take ``~`` to be,
+            # so path rules see ``cat ~/.ssh/id_rsa`` (a word with a path never matches a
+            # bare-name allow rule, so ``~/bin/git`` is not ``git``)
+            return text
         if text.startswith("~"):
-            return None  # expands to a home directory chosen at run time
+            return None  # another user's home, chosen at run time
         return _unescape_word(text)
     if kind == "raw_string":
         return _text(node)[1:-1]
@@ -695,8 +739,7 @@ def _unwrap(argv: tuple[Token, ...], depth: int) -> Iterator[SimpleCommand]:
         return
     if program == "git":
         yield SimpleCommand(argv)
-        if _git_runs_code(argv):
-            yield SimpleCommand((None, *argv[1:]))
+        yield from _git_inner(argv, depth)
         return
     if program == "find":
         yield SimpleCommand(argv)
@@ -857,60 +900,13 @@ def _find_exec(argv: tuple[Token, ...], depth: int) -> Iterator[SimpleCommand]:
         i += 1
 
 
-#: ``git config`` keys whose value is a command git runs (or a place it runs code from).
-_GIT_EXEC_KEYS = (
-    "alias.",
-    "core.",
-    "diff.",
-    "merge.",
-    "filter.",
-    "credential.",
-    "sequence.",
-    "gpg.",
-    "uploadpack.",
-    "receivepack.",
-    "remote.",
-    "url.",
-    "include",
-    "pager.",
-    "interactive.",
-    "sendemail.",
-    "web.",
-    "browser.",
-    "difftool.",
-    "mergetool.",
-    "man.",
-)
-
-
-def _git_runs_code(argv: tuple[Token, ...]) -> bool:
-    """Whether git options or ``git config`` make git run a command the caller chose.
-
-    ``-c key=value``, ``--config-env``, ``--exec-path=DIR`` and ``git config alias.x '!sh'``
-    (or ``core.pager``, ``core.sshCommand``, ``diff.x.command``...) are arbitrary execution
-    for an allow rule that only meant git.
-    """
-    args = argv[1:]
-    i = 0
-    while i < len(args):
-        tok = args[i]
-        if tok is None:
-            return True
-        if tok in ("-c", "--config-env") or tok.startswith(("--config-env=", "--exec-path=")):
-            return True
-        if tok.startswith("-c") and len(tok) > 2:
-            return True
-        if tok in ("-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"):
-            i += 2
-            continue
-        if tok.startswith("-"):
-            i += 1
-            continue
-        if tok == "config":
-            keys = [t for t in args[i + 1 :] if t is None or not t.startswith("-")]
-            if not keys:
-                return False
-            key = keys[0]
-            return key is None or key.lower().startswith(_GIT_EXEC_KEYS)
-        return False
-    return False
+def _git_inner(argv: tuple[Token, ...], depth: int) -> Iterator[SimpleCommand]:
+    """What git is told to run, judged as the program it is (``git_exec`` reads git's
+    option grammar): a command line, an argv, or a program chosen at run time."""
+    for run in git_runs(argv):
+        if run.script is not None:
+            yield from _parse_cached(run.script, depth + 1)
+        elif run.argv is not None:
+            yield from _unwrap(run.argv, depth + 1)
+        else:
+            yield SimpleCommand((None, *argv[1:]), why=run.why)

@@ -16,6 +16,7 @@ from charter.policy import current_stack
 
 from .receipt import SandboxUnavailable
 from .runner import sandbox_for
+from .tracked import tracked_denied, tracked_note
 
 #: Variables that make bash (or sh) run a file before the command: never inherited.
 SHELL_STARTUP_VARS = frozenset({"BASH_ENV", "ENV"})
@@ -105,5 +106,10 @@ async def run_command(
         "stderr": stderr[-_MAX_OUTPUT:],
     }
     if box is not None:
-        result["sandbox"] = box.receipt(proc.returncode, stderr).to_dict()
+        receipt = box.receipt(proc.returncode, stderr).to_dict()
+        # a denied file git tracks is readable from the object store: say so (issue 29)
+        denied = tracked_denied(current_stack(), workspace)
+        if denied:
+            receipt["notes"].append(tracked_note(denied))
+        result["sandbox"] = receipt
     return result

@@ -495,7 +495,7 @@ def build_profile(
         if any(_under(own, w) for w in writable) and look.lexists(own):
             readonly.add(own)
 
-    masked_paths = _minimal(masked)
+    masked_paths = _minimal(_mask_targets(masked, look))
     dirs = tuple(p for p in masked_paths if look.plain_dir(p))
     files = tuple(p for p in masked_paths if p not in dirs)
     ro = tuple(p for p in _minimal(readonly) if not any(_under(p, m) for m in masked_paths))
@@ -542,6 +542,20 @@ def _pins(paths: Iterable[str], writable: Sequence[str]) -> tuple[str, ...]:
             pins.add(parent)
             parent = os.path.dirname(parent)
     return tuple(sorted(pins, key=lambda p: (p.count("/"), p)))
+
+
+def _mask_targets(masked: set[str], look: _Looks) -> list[str]:
+    """What a mask must cover: a denied path itself, or for a symlink what it points to
+    (the mount lands there anyway). A dangling link hides nothing and cannot be mounted
+    on (bwrap fails the whole call): it is left out, so a ``.env`` link to nothing, made
+    by one call, does not break every later one (issue 29)."""
+    out: list[str] = []
+    for path in masked:
+        kind = look.kind(path)
+        if kind == "l-":
+            continue
+        out.append(look.real(path) if kind.startswith("l") else path)
+    return out
 
 
 def network_mode(rules: Rules) -> NetworkMode:

@@ -21,13 +21,16 @@ import asyncio
 import atexit
 import contextlib
 import os
+import re
 import socket
 import tempfile
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from charter.policy import Decision, Frame, Policy, ToolAnnotations, ToolCall, decide
+from charter.policy.model import Rules
+from charter.policy.network import HostError, parse_target
 
 from .receipt import HostRefusal
 
@@ -41,6 +44,16 @@ def network_frames(frames: Sequence[Frame]) -> list[Frame]:
     return [Frame(Policy(network=f.policy.network), label=f.label, kind=f.kind) for f in frames]
 
 
+def address_frames(frames: Sequence[Frame]) -> list[Frame]:
+    """``frames`` reduced to their network *deny* rules: what an address a name resolves
+    to is judged by (the name itself was judged by the allow rules too)."""
+    return [
+        Frame(Policy(network=Rules(deny=f.policy.network.deny)), label=f.label, kind=f.kind)
+        for f in frames
+        if f.policy.network.deny
+    ]
+
+
 def decide_host(host: str, port: int, frames: Sequence[Frame]) -> Decision:
     """charter.policy's verdict on reaching ``host:port`` under ``frames``."""
     scheme = "https" if port == 443 else "http"
@@ -52,29 +65,47 @@ def _bracket(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
+#: A host as a request may spell it: a DNS name (letters, digits, ``-``, ``_``, ``.``) or
+#: a bracketed IPv6 literal. Anything else (``allowed.com#.evil.com``, ``a.com\\@b``, a
+#: space) is refused, never handed to a resolver.
+_HOST_SYNTAX = re.compile(r"\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+")
+
+
 def _split_hostport(text: str, default_port: int) -> tuple[str, int]:
+    """``(canonical host, port)`` of an authority: the host as ``charter.policy`` parses it,
+    which is also exactly what the proxy dials."""
     text = text.strip()
     if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port = rest[1:] if rest.startswith(":") else ""
+        raw, _, rest = text[1:].partition("]")
+        raw = f"[{raw}]"
+        port = rest[1:] if rest.startswith(":") else rest
     elif text.count(":") == 1:
-        host, _, port = text.partition(":")
+        raw, _, port = text.partition(":")
     else:
-        host, port = text, ""
-    if not host:
-        raise ValueError("no host")
+        raw, port = text, ""
+    if not raw or not _HOST_SYNTAX.fullmatch(raw):
+        raise ValueError(f"not a host name or address: {raw!r}")
+    if port and not port.isdigit():
+        raise ValueError(f"bad port {port!r}")
     number = int(port) if port else default_port
     if not 0 < number < 65536:
         raise ValueError("bad port")
+    try:
+        host, _ = parse_target(f"http://{raw}/")
+    except HostError as exc:
+        raise ValueError(str(exc)) from None
     return host, number
 
 
 @dataclass(frozen=True, slots=True)
 class _Target:
-    host: str
+    host: str  # canonical: what was decided and what is dialled
     port: int
     connect: bool
     head: bytes  # what to send upstream first (rewritten request head), empty for CONNECT
+
+
+_DROPPED_HEADERS = (b"proxy-connection:", b"connection:", b"proxy-authorization:", b"host:")
 
 
 def _parse_head(head: bytes) -> _Target:
@@ -85,21 +116,19 @@ def _parse_head(head: bytes) -> _Target:
         return _Target(host, port, True, b"")
     if not target.lower().startswith("http://"):
         raise ValueError("only CONNECT and absolute http:// requests are proxied")
-    rest = target[7:]
-    authority, slash, path = rest.partition("/")
-    if "@" in authority:
+    authority = target[7:].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "@" in authority or "\\" in authority:
         raise ValueError("credentials in a proxied URL are refused")
     host, port = _split_hostport(authority, 80)
-    headers = [
-        line
-        for line in lines[1:]
-        if line
-        and not line.lower().startswith(
-            (b"proxy-connection:", b"connection:", b"proxy-authorization:")
-        )
-    ]
-    first = f"{method} /{path if slash else ''} {version}".encode("latin-1")
-    rebuilt = b"\r\n".join([first, *headers, b"Connection: close", b"", b""])
+    path = target[7 + len(authority) :].split("#", 1)[0]
+    if not path.startswith("/"):
+        path = "/" + path
+    # The client's Host header is dropped: the request names the host it was judged by.
+    headers = [line for line in lines[1:] if line and not line.lower().startswith(_DROPPED_HEADERS)]
+    shown = f"[{host}]" if ":" in host else host
+    host_header = f"Host: {shown}{'' if port == 80 else f':{port}'}".encode("latin-1")
+    first = f"{method} {path} {version}".encode("latin-1")
+    rebuilt = b"\r\n".join([first, host_header, *headers, b"Connection: close", b"", b""])
     return _Target(host, port, False, rebuilt)
 
 
@@ -242,6 +271,14 @@ class NetworkProxy:
                 writer.write(_response(400, f"charter sandbox proxy: {exc}"))
                 return
             decision = decide_host(target.host, target.port, self.frames)
+            addresses: list[str] = []
+            if decision.allowed:
+                try:
+                    addresses = await _resolve(target.host, target.port)
+                except OSError as exc:
+                    writer.write(_response(502, f"cannot resolve {target.host}: {exc}"))
+                    return
+                decision = self._judge_addresses(target, addresses) or decision
             if not decision.allowed:
                 with self._lock:
                     self.refusals.append(
@@ -252,7 +289,7 @@ class NetworkProxy:
                 )
                 return
             try:
-                up_reader, up_writer = await asyncio.open_connection(target.host, target.port)
+                up_reader, up_writer = await _dial(addresses, target.port)
             except OSError as exc:
                 writer.write(_response(502, f"cannot reach {target.host}:{target.port}: {exc}"))
                 return
@@ -264,6 +301,50 @@ class NetworkProxy:
         finally:
             with contextlib.suppress(RuntimeError):
                 writer.close()
+
+    def _judge_addresses(self, target: _Target, addresses: Sequence[str]) -> Decision | None:
+        """The first denial of an address ``target.host`` resolves to (a name pointing at
+        a denied address: ``127.0.0.1.nip.io``, a rebinding DNS server), else None."""
+        frames = address_frames(self.frames)
+        if not frames:
+            return None
+        for address in addresses:
+            if address == target.host:
+                continue  # an address literal, judged as the target itself
+            verdict = decide_host(address, target.port, frames)
+            if not verdict.allowed:
+                return replace(
+                    verdict, reason=f"{target.host} resolves to {address}: {verdict.reason}"
+                )
+        return None
+
+
+async def _resolve(host: str, port: int) -> list[str]:
+    """Every address ``host`` resolves to now (all judged; the one dialled is among them)."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    out: list[str] = []
+    for *_, sockaddr in infos:
+        address = str(sockaddr[0])
+        if address not in out:
+            out.append(address)
+    if not out:
+        raise OSError(f"{host} has no address")
+    return out
+
+
+async def _dial(
+    addresses: Sequence[str], port: int
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Connect to the first of the judged ``addresses`` that answers: never a second lookup
+    of the name, which a rebinding DNS server could answer differently."""
+    error: OSError | None = None
+    for address in addresses:
+        try:
+            return await asyncio.open_connection(address, port)
+        except OSError as exc:
+            error = exc
+    raise error or OSError("no address")
 
 
 def _response(status: int, text: str) -> bytes:
