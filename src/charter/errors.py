@@ -31,13 +31,16 @@ still a ``ValueError``), so existing ``except ValueError`` code keeps working. T
     │   ├── ProviderError                       a model provider call failed
     │   ├── McpServerError (RuntimeError)       an MCP server failed to start or answer
     │   ├── SessionError (ValueError)           a session id or store that is invalid
-    │   └── DaemonQueueFull (RuntimeError)      a daemon's trigger queue is at capacity
+    │   ├── DaemonQueueFull (RuntimeError)      a daemon's trigger queue is at capacity
+    │   ├── InvalidArguments                    a tool call's arguments miss its parameters
+    │   ├── HostFileError (PermissionError)     a host-side file tool refused (policy, race, kind)
+    │   └── DeadlineExceeded (TimeoutError)     a built-in tool ran past its deadline
     ├── charter.run
     │   ├── RunError                            a persona run cannot start or continue
     │   │   ├── UnknownPersona
     │   │   ├── ManifestInvalid
     │   │   ├── WorkflowLoadError
-    │   │   ├── ForeignWorkflow                  an entry workflow for another host (harn)
+    │   │   ├── ForeignWorkflow                 an entry workflow for another host (harn)
     │   │   ├── ApprovalError
     │   │   ├── PromotionError
     │   │   └── EvalError

@@ -20,10 +20,12 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from charter.errors import CharterError
+
 Validator = Callable[[Mapping[str, Any]], dict[str, Any]]
 
 
-class InvalidArguments(Exception):
+class InvalidArguments(CharterError):
     """A tool call's arguments do not match the tool's parameters."""
 
     def __init__(self, tool: str, problems: list[dict[str, str]]) -> None:

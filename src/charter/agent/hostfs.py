@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from charter.errors import CharterError
 from charter.policy import (
     BUILTIN_TOOLS,
     PathContext,
@@ -57,11 +58,11 @@ class _OpenHow(ctypes.Structure):
     ]
 
 
-class HostFileError(PermissionError):
+class HostFileError(CharterError, PermissionError):
     """A host-side file operation refused: denied by the policy, raced, or not a file."""
 
 
-class DeadlineExceeded(TimeoutError):
+class DeadlineExceeded(CharterError, TimeoutError):
     """A built-in tool ran past its deadline."""
 
 
