@@ -8,6 +8,7 @@ from charter.agent import agent_loop, get_provider
 
 from .conftest import Recorder
 from .fakeserver import fake_server
+from .replies import responses
 
 pytest.importorskip("openai")
 pytest.importorskip("anthropic")
@@ -108,55 +109,7 @@ def test_openai_chat_streaming(rec: Recorder) -> None:
 
 
 def test_openai_responses_api(rec: Recorder) -> None:
-    def resp(output: list[dict[str, Any]]) -> dict[str, Any]:
-        return {
-            "json": {
-                "id": "resp_1",
-                "object": "response",
-                "created_at": 1,
-                "model": "m",
-                "status": "completed",
-                "output": output,
-                "parallel_tool_calls": True,
-                "tool_choice": "auto",
-                "tools": [],
-                "usage": {
-                    "input_tokens": 9,
-                    "output_tokens": 3,
-                    "total_tokens": 12,
-                    "input_tokens_details": {"cached_tokens": 0},
-                    "output_tokens_details": {"reasoning_tokens": 0},
-                },
-            }
-        }
-
-    replies = [
-        resp(
-            [
-                {
-                    "type": "function_call",
-                    "id": "fc1",
-                    "call_id": "call_1",
-                    "name": "look",
-                    "arguments": "{}",
-                    "status": "completed",
-                }
-            ]
-        ),
-        resp(
-            [
-                {
-                    "type": "message",
-                    "id": "m1",
-                    "role": "assistant",
-                    "status": "completed",
-                    "content": [
-                        {"type": "output_text", "text": "via responses", "annotations": []}
-                    ],
-                }
-            ]
-        ),
-    ]
+    replies = [responses(None, [("call_1", "look", {})]), responses("via responses")]
     with fake_server(replies) as srv:
         provider = get_provider("openai-responses", base_url=srv.url + "/v1", api_key="k")
         result = agent_loop("x", "sys", provider=provider, tools=[rec.tool("look")])

@@ -104,12 +104,15 @@ def test_nothing_that_runs_later_can_be_planted(
     assert not list(home.rglob("one.jsonl"))  # the run's state went with the launch
 
 
-def test_a_persona_may_allow_one_by_name(project: Path, tmp_path: Path) -> None:
-    """``./.gemini`` named in the write allow list stays writable; the rest is held."""
+@pytest.mark.parametrize("named", ["./.gemini", "./.gemini/**"])
+def test_a_persona_may_allow_one_by_name(project: Path, tmp_path: Path, named: str) -> None:
+    """``./.gemini`` (or a pattern below it, as the shell's sandbox and the write tools
+    read it: charter.policy.runs_later.named_by) in the write allow list stays writable;
+    the rest is held."""
     make_persona(
         project / ".personas",
         "p",
-        policy={"paths": {"allow": ["./", "./.gemini"]}, "network": {"deny": ["*"]}},
+        policy={"paths": {"allow": ["./", named]}, "network": {"deny": ["*"]}},
     )
     (project / ".gemini").mkdir()
     bindir = tmp_path / "bin"

@@ -106,3 +106,21 @@ def ws(tmp_path: Path) -> Path:
     (root / "src" / "a.txt").write_text("hello\n")
     (root / "notes.txt").write_text("public notes\n")
     return root
+
+
+def commit_twice(ws: Path, add: list[str], changed: Path, text: str) -> Path:
+    """Make ``ws`` a git repository with two commits: ``add`` (``-A`` for everything),
+    then ``changed`` rewritten to ``text``; for tests reading history through git."""
+    import subprocess
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=ws, check=True, capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("config", "user.email", "a@example.com")
+    git("config", "user.name", "a")
+    git("add", *add)
+    git("commit", "-qm", "one")
+    changed.write_text(text)
+    git("commit", "-qam", "two")
+    return ws

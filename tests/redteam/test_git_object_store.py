@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import run_loop, tc
+from .conftest import commit_twice, run_loop, tc
 
 pytestmark = pytest.mark.needs_sandbox
 
@@ -47,17 +47,7 @@ HOSTILE = [
 
 @pytest.fixture
 def repo(ws: Path) -> Path:
-    def git(*args: str) -> None:
-        subprocess.run(["git", *args], cwd=ws, check=True, capture_output=True)
-
-    git("init", "-q", "-b", "main")
-    git("config", "user.email", "a@example.com")
-    git("config", "user.name", "a")
-    git("add", "-A")
-    git("commit", "-qm", "one")
-    (ws / "notes.txt").write_text("public notes, again\n")
-    git("commit", "-qam", "two")
-    return ws
+    return commit_twice(ws, ["-A"], ws / "notes.txt", "public notes, again\n")
 
 
 def test_git_commands_naming_a_denied_path_are_denied(repo: Path) -> None:

@@ -8,13 +8,12 @@ leave its marker file. The twins: plain git work, and an executing option whose 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .conftest import run_loop, tc
+from .conftest import commit_twice, run_loop, tc
 
 pytestmark = pytest.mark.needs_sandbox
 
@@ -54,17 +53,7 @@ HOSTILE = [
 
 @pytest.fixture
 def repo(ws: Path) -> Path:
-    def git(*args: str) -> None:
-        subprocess.run(["git", *args], cwd=ws, check=True, capture_output=True)
-
-    git("init", "-q", "-b", "main")
-    git("config", "user.email", "a@example.com")
-    git("config", "user.name", "a")
-    git("add", "notes.txt", "src")
-    git("commit", "-qm", "one")
-    (ws / "src" / "a.txt").write_text("hello again\n")
-    git("commit", "-qam", "two")
-    return ws
+    return commit_twice(ws, ["notes.txt", "src"], ws / "src" / "a.txt", "hello again\n")
 
 
 def test_git_executing_options_are_judged_as_the_program_they_run(repo: Path) -> None:

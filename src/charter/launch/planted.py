@@ -4,7 +4,8 @@ A launched CLI writes the workspace; the files on :data:`charter.policy.RUNS_LAT
 (``.git/config`` and hooks, ``.claude/``, ``.gemini/``, ``.vscode/``, ``.mcp.json``...)
 are run later by the user's next unsandboxed ``git``, ``claude`` or editor. Inside the
 sandbox each one under a writable root is bound read-only, unless the persona allows it
-by name (an exact write-allow pattern naming it or a path inside it). The coding CLIs'
+by name (every write-allow group names it or a path inside it:
+:func:`charter.policy.runs_later.named_by`, as for the shell and the write tools). The coding CLIs'
 project configs and git's hooks directory that do not exist yet are held too: an empty
 placeholder file is made on the host for the run (journaled, so a launch killed with -9 has
 it removed by the next launch, :func:`charter.launch.swap.placeholder`) and bound
@@ -46,11 +47,16 @@ def _under(path: str, root: str) -> bool:
     return root == "/" or path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def held_paths(roots: Iterable[str], writable: Sequence[str], allowed: Sequence[str]) -> Held:
+def held_paths(
+    roots: Iterable[str], writable: Sequence[str], allowed: Sequence[Sequence[str]]
+) -> Held:
     """The files that run later directly in each of ``roots`` (the workspace, the
-    repository root, HOME) that fall under a ``writable`` root, minus those ``allowed``
-    names (absolute paths of exact write-allow patterns)."""
-    from charter.policy.runs_later import RUNS_LATER
+    repository root, HOME) that fall under a ``writable`` root, minus those the persona
+    names: ``allowed`` holds each write-allow group's literal prefixes
+    (:func:`allowed_by_name`), and every group must name the path
+    (:func:`charter.policy.runs_later.named_by`, as the shell's sandbox and the write tools
+    decide)."""
+    from charter.policy.runs_later import RUNS_LATER, named_by
 
     names = [e.pattern for e in RUNS_LATER if "*" not in e.pattern]
     existing: list[str] = []
@@ -60,7 +66,7 @@ def held_paths(roots: Iterable[str], writable: Sequence[str], allowed: Sequence[
             path = os.path.join(root, name)
             if not any(_under(path, w) for w in writable):
                 continue
-            if any(_under(a, path) for a in allowed):
+            if allowed and all(named_by(path, group, str) for group in allowed):
                 continue
             if os.path.lexists(path):
                 existing.append(path)
@@ -71,16 +77,16 @@ def held_paths(roots: Iterable[str], writable: Sequence[str], allowed: Sequence[
     return Held(tuple(existing), tuple(missing))
 
 
-def allowed_by_name(write_allow: Iterable[Iterable[str]], workspace: str, home: str) -> list[str]:
-    """The absolute paths that exact (glob-free) write-allow patterns name."""
+def allowed_by_name(
+    write_allow: Iterable[Iterable[str]], workspace: str, home: str
+) -> list[list[str]]:
+    """Each write-allow group's patterns as their literal prefixes (absolute, resolved):
+    what :func:`charter.policy.runs_later.named_by` compares a held path with."""
     from charter.policy import make_context
     from charter.policy.paths import split_pattern
 
     ctx = make_context(workspace, home)
-    out: list[str] = []
-    for group in write_allow:
-        for pattern in group:
-            literal, rest = split_pattern(pattern, ctx)
-            if not rest and literal != "/":
-                out.append(os.path.realpath(literal))
-    return out
+    return [
+        [os.path.realpath(split_pattern(pattern, ctx)[0]) for pattern in group]
+        for group in write_allow
+    ]

@@ -11,12 +11,13 @@ become typed errors; the request id (``x-request-id``) is in every result.
 from __future__ import annotations
 
 import ssl
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from charter.agent import Tool
 from charter.policy import SideEffectLevel, ToolAnnotations
 
+from ._calls import guard, preview
 from ._redact import Redactor
 from .errors import ConnectionFailed, IntegrationError, remote_error_class
 from .settings import PagerDutySettings
@@ -190,27 +191,6 @@ def _error(status: int, data: Any, rid: str | None) -> IntegrationError:
     )
 
 
-def _guard(redact: Redactor, fn: Callable[..., dict[str, Any]]) -> Callable[..., Any]:
-    def run(**arguments: Any) -> Any:
-        try:
-            return redact(fn(**arguments))
-        except IntegrationError as exc:
-            return redact(exc.to_observation())
-        except (TypeError, ValueError) as exc:
-            return redact({"status": "error", "error": "invalid_arguments", "message": str(exc)})
-
-    return run
-
-
-def _preview(build: Callable[..., dict[str, Any]], url: str) -> Callable[[Mapping[str, Any]], Any]:
-    def preview(arguments: Mapping[str, Any]) -> Any:
-        try:
-            request = build(**arguments)
-        except (TypeError, ValueError) as exc:
-            return {"error": f"invalid arguments: {exc}"}
-        return {"url": url.rstrip("/") + request["path"], **request}
-
-    return preview
 
 
 def _ann(level: SideEffectLevel, capability: str) -> ToolAnnotations:
@@ -226,24 +206,24 @@ def pagerduty_tools(client: PagerDutyClient) -> list[Tool]:
         return {"type": "object", "properties": {**incident, **extra}, "required": required}
 
     def ack_preview(a: Mapping[str, Any]) -> Any:
-        return _preview(
+        return preview(
             lambda incident: client.status_request(incident, "acknowledged"), s.api_url
         )(a)
 
     def resolve_preview(a: Mapping[str, Any]) -> Any:
-        return _preview(lambda incident: client.status_request(incident, "resolved"), s.api_url)(a)
+        return preview(lambda incident: client.status_request(incident, "resolved"), s.api_url)(a)
 
     return [
         Tool(
             "pagerduty_get_incident",
-            _guard(r, client.get_incident),
+            guard(r, client.get_incident),
             "Read a PagerDuty incident: title, status, urgency, service.",
             params({}, ["incident"]),
             _ann(SideEffectLevel.READ_ONLY, "incident.read"),
         ),
         Tool(
             "pagerduty_acknowledge",
-            _guard(r, client.acknowledge),
+            guard(r, client.acknowledge),
             "Acknowledge a PagerDuty incident.",
             params({}, ["incident"]),
             _ann(net, "incident.acknowledge"),
@@ -251,15 +231,15 @@ def pagerduty_tools(client: PagerDutyClient) -> list[Tool]:
         ),
         Tool(
             "pagerduty_add_note",
-            _guard(r, client.add_note),
+            guard(r, client.add_note),
             "Add a note to a PagerDuty incident's timeline.",
             params({"content": {"type": "string"}}, ["incident", "content"]),
             _ann(net, "incident.annotate"),
-            preview=_preview(client.note_request, s.api_url),
+            preview=preview(client.note_request, s.api_url),
         ),
         Tool(
             "pagerduty_resolve",
-            _guard(r, client.resolve),
+            guard(r, client.resolve),
             "Resolve a PagerDuty incident.",
             params({}, ["incident"]),
             _ann(net, "incident.resolve"),
@@ -267,7 +247,7 @@ def pagerduty_tools(client: PagerDutyClient) -> list[Tool]:
         ),
         Tool(
             "pagerduty_trigger",
-            _guard(r, client.trigger),
+            guard(r, client.trigger),
             "Trigger an alert through the Events API v2 (opens or updates an incident).",
             {
                 "type": "object",
@@ -280,7 +260,7 @@ def pagerduty_tools(client: PagerDutyClient) -> list[Tool]:
                 },
             },
             _ann(net, "incident.trigger"),
-            preview=_preview(client.trigger_request, s.events_url),
+            preview=preview(client.trigger_request, s.events_url),
         ),
     ]
 

@@ -8,12 +8,13 @@ with ``{"ok": false, "error": "channel_not_found"}``; they become typed errors
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from charter.agent import Tool
 from charter.policy import SideEffectLevel, ToolAnnotations
 
+from ._calls import guard, preview
 from ._redact import Redactor
 from ._retry import Retryable, RetryPolicy, call_with_retries_sync
 from .errors import (
@@ -145,27 +146,6 @@ def _classify(response: Any) -> Exception:
     )
 
 
-def _guard(redact: Redactor, fn: Callable[..., dict[str, Any]]) -> Callable[..., Any]:
-    def run(**arguments: Any) -> Any:
-        try:
-            return redact(fn(**arguments))
-        except IntegrationError as exc:
-            return redact(exc.to_observation())
-        except (TypeError, ValueError) as exc:
-            return redact({"status": "error", "error": "invalid_arguments", "message": str(exc)})
-
-    return run
-
-
-def _preview(build: Callable[..., dict[str, Any]], url: str) -> Callable[[Mapping[str, Any]], Any]:
-    def preview(arguments: Mapping[str, Any]) -> Any:
-        try:
-            request = build(**arguments)
-        except TypeError as exc:
-            return {"error": f"invalid arguments: {exc}"}
-        return {"url": url.rstrip("/") + request["path"], **request}
-
-    return preview
 
 
 def slack_tools(client: SlackClient) -> list[Tool]:
@@ -177,7 +157,7 @@ def slack_tools(client: SlackClient) -> list[Tool]:
     return [
         Tool(
             name="slack_post_message",
-            handler=_guard(client.redactor, client.post_message),
+            handler=guard(client.redactor, client.post_message),
             description="Post a message to a Slack channel; thread_ts replies in a thread.",
             parameters={
                 "type": "object",
@@ -189,11 +169,11 @@ def slack_tools(client: SlackClient) -> list[Tool]:
                 },
             },
             annotations=ann,
-            preview=_preview(SlackClient.post_request, url),
+            preview=preview(SlackClient.post_request, url),
         ),
         Tool(
             name="slack_add_reaction",
-            handler=_guard(client.redactor, client.add_reaction),
+            handler=guard(client.redactor, client.add_reaction),
             description="Add an emoji reaction to a Slack message.",
             parameters={
                 "type": "object",
@@ -205,7 +185,7 @@ def slack_tools(client: SlackClient) -> list[Tool]:
                 },
             },
             annotations=ann,
-            preview=_preview(SlackClient.reaction_request, url),
+            preview=preview(SlackClient.reaction_request, url),
         ),
     ]
 
